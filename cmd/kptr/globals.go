@@ -1,0 +1,137 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// globals are the settings every command shares. Each is a flag and, where an
+// operator would set it in a pod spec, a KPTR_* environment variable; the flag
+// wins over the variable.
+type globals struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+
+	cacheDir    string
+	mirrors     []string
+	insecure    []string
+	offline     bool
+	pullPolicy  string
+	imagePrefix string
+	fnTimeout   time.Duration
+	sandbox     string
+	logLevel    string
+	progress    string
+}
+
+func newGlobals(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) *globals {
+	return &globals{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
+}
+
+// flagSet returns a flag set for command name with the global flags on it.
+// Defaults come from the environment so that --help shows the effective value.
+func (g *globals) flagSet(name, usage string) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("kptr "+name, pflag.ContinueOnError)
+	fs.SetOutput(g.stderr)
+	fs.SortFlags = false
+	fs.Usage = func() {
+		fmt.Fprintf(g.stderr, "Usage: kptr %s %s\n\nFlags:\n%s", name, usage, fs.FlagUsages())
+	}
+	env := g.getenv
+	fs.StringVar(&g.cacheDir, "cache-dir", defaultCacheDir(env), "image cache directory (KPTR_CACHE_DIR)")
+	fs.StringArrayVar(&g.mirrors, "mirror", splitList(env("KPTR_MIRRORS")), "registry mirror SRC=DST, repeatable (KPTR_MIRRORS, comma-separated)")
+	fs.StringArrayVar(&g.insecure, "insecure-registry", splitList(env("KPTR_INSECURE_REGISTRIES")), "registry host reached over plain HTTP, repeatable; loopback always may (KPTR_INSECURE_REGISTRIES)")
+	fs.BoolVar(&g.offline, "offline", envBool(env("KPTR_OFFLINE")), "never touch the network; a cache miss is an error (KPTR_OFFLINE)")
+	fs.StringVar(&g.pullPolicy, "image-pull-policy", envOr(env("KPTR_IMAGE_PULL_POLICY"), "IfNotPresent"), "Always, IfNotPresent or Never (KPTR_IMAGE_PULL_POLICY)")
+	fs.StringVar(&g.imagePrefix, "image-prefix", envOr(env("KPT_IMAGE_PREFIX"), "ghcr.io/kptdev/krm-functions-catalog/"), "prefix for image names without a '/' (KPT_IMAGE_PREFIX)")
+	fs.DurationVar(&g.fnTimeout, "fn-timeout", envDuration(env("KPTR_FN_TIMEOUT"), 5*time.Minute), "time limit of one function run (KPTR_FN_TIMEOUT)")
+	fs.StringVar(&g.sandbox, "sandbox", envOr(env("KPTR_SANDBOX"), "auto"), "auto (refuse to run without a working sandbox) or none (run functions unsandboxed) (KPTR_SANDBOX)")
+	fs.StringVar(&g.logLevel, "log-level", envOr(env("KPTR_LOG_LEVEL"), "info"), "debug, info, warn or error (KPTR_LOG_LEVEL)")
+	fs.StringVar(&g.progress, "progress", envOr(env("KPTR_PROGRESS"), "auto"), "auto (bars on a terminal), plain (log lines) or none (KPTR_PROGRESS)")
+	return fs
+}
+
+// parse parses args, turning --help into errHelp and bad flags into usage errors.
+func (g *globals) parse(fs *pflag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if err == pflag.ErrHelp {
+			return errHelp
+		}
+		return usageError("%v", err)
+	}
+	return nil
+}
+
+// logger logs structured lines to stderr at the chosen level.
+func (g *globals) logger() *slog.Logger {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(g.logLevel)); err != nil {
+		lvl = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: lvl}))
+}
+
+// isTerminal reports whether progress bars make sense on stderr.
+func (g *globals) isTerminal() bool {
+	switch g.progress {
+	case "plain", "none":
+		return false
+	}
+	f, ok := g.stderr.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func defaultCacheDir(env func(string) string) string {
+	if d := env("KPTR_CACHE_DIR"); d != "" {
+		return d
+	}
+	if d := env("XDG_CACHE_HOME"); d != "" {
+		return filepath.Join(d, "kptr")
+	}
+	if h := env("HOME"); h != "" {
+		return filepath.Join(h, ".cache", "kptr")
+	}
+	return filepath.Join(os.TempDir(), "kptr-cache")
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func envOr(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+func envBool(v string) bool {
+	b, _ := strconv.ParseBool(v)
+	return b
+}
+
+func envDuration(v string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(v); err == nil {
+		return d
+	}
+	return def
+}

@@ -1,0 +1,3 @@
+// Package pipeline renders kpt packages with kpt's semantics: Kptfile,
+// package tree, ResourceList per function, results and output.
+package pipeline

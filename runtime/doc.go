@@ -1,0 +1,3 @@
+// Package runtime runs a function bundle's entrypoint in a rootless sandbox
+// built with runc's libcontainer, streaming a ResourceList over stdin/stdout.
+package runtime
