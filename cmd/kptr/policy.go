@@ -1,0 +1,271 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/spf13/pflag"
+
+	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/pipeline"
+	"github.com/kptr-dev/kptr/runtime"
+)
+
+// The operator policy of `kptr generate`.
+//
+// Argo CD runs `kptr generate` with the sidecar's environment (the operator's,
+// trusted) merged with the request's variables. Everything under PARAM_* and
+// ARGOCD_ENV_* is written by whoever may edit an Application: untrusted. The
+// policy is therefore built in two steps:
+//
+//  1. operatorPolicy: kptr's own flags (from plugin.yaml's command) and KPTR_*
+//     variables (from the sidecar's pod spec). These decide everything.
+//  2. applyAppParameters: the few settings an Application may choose. It may
+//     only pick a value the operator's policy already permits (a domain for
+//     metadata annotations, a shorter function timeout); it can never enable
+//     exec, network, another image, or change where and how images are pulled.
+//     All other PARAM_* / ARGOCD_ENV_* variables, including ones that spell
+//     kptr flags or KPTR_* names, are ignored.
+//
+// The policy is enforced at the two seams the pipeline cannot bypass: the
+// Resolver (no image outside the allow-list is ever resolved or pulled) and
+// the Runner (no exec function, no network, no host mounts unless allowed).
+
+// defaultAllowedImages is the allow-list when the operator sets none: the kpt
+// function catalog at its current and its former home.
+var defaultAllowedImages = []string{
+	"ghcr.io/kptdev/krm-functions-catalog/*",
+	"gcr.io/kpt-fn/*",
+}
+
+// policy is what a generate call may do.
+type policy struct {
+	// AllowedImages are glob patterns (see matchImage); an image must match one.
+	AllowedImages []string
+	// AllowExec permits Kptfile `exec:` functions (host binaries, unsandboxed).
+	AllowExec bool
+	// AllowNetwork gives functions the host network instead of loopback only.
+	AllowNetwork bool
+	// AllowEmpty lets a render that produced no resources succeed.
+	AllowEmpty bool
+	// AnnotationDomain, when set, annotates every resource with the app's
+	// metadata under this domain (e.g. "kptr.dev" → kptr.dev/app-name).
+	AnnotationDomain string
+	// FnTimeout is the time limit of one function run.
+	FnTimeout time.Duration
+	// Timeout bounds the whole generate call (0: only the caller's deadline).
+	Timeout time.Duration
+	// MaxOutputBytes bounds the manifests printed (Argo CD's gRPC message
+	// limit is 100 MiB); larger output fails with a clear message instead.
+	MaxOutputBytes int64
+}
+
+// policyFlags registers generate's operator settings on fs, each defaulting to
+// its KPTR_* variable. Both come from the operator: the flags from plugin.yaml,
+// the variables from the sidecar's pod spec.
+func policyFlags(fs *pflag.FlagSet, env func(string) string, p *policy) {
+	allowed := defaultAllowedImages
+	if v := env("KPTR_ALLOWED_IMAGES"); strings.TrimSpace(v) != "" {
+		allowed = splitList(v)
+	}
+	fs.StringSliceVar(&p.AllowedImages, "allowed-images", allowed, "image glob patterns functions may use, comma-separated; '*' stops at '/', '**' does not (KPTR_ALLOWED_IMAGES)")
+	fs.BoolVar(&p.AllowExec, "allow-exec", envBool(env("KPTR_ALLOW_EXEC")), "allow Kptfile exec: functions (host binaries, unsandboxed) (KPTR_ALLOW_EXEC)")
+	fs.BoolVar(&p.AllowNetwork, "allow-network", envBool(env("KPTR_ALLOW_NETWORK")), "give functions the host network (KPTR_ALLOW_NETWORK)")
+	fs.BoolVar(&p.AllowEmpty, "allow-empty", envBool(env("KPTR_ALLOW_EMPTY")), "succeed when the render produced no resources (KPTR_ALLOW_EMPTY)")
+	fs.StringVar(&p.AnnotationDomain, "annotation-domain", env("KPTR_ANNOTATION_DOMAIN"), "annotate resources with the app's metadata under this domain; an app may choose its own with the annotation-domain parameter (KPTR_ANNOTATION_DOMAIN)")
+	fs.DurationVar(&p.Timeout, "timeout", envDuration(env("KPTR_TIMEOUT"), 0), "time limit of the whole generate call, 0 for none (KPTR_TIMEOUT)")
+	fs.Int64Var(&p.MaxOutputBytes, "max-output-bytes", envInt64(env("KPTR_MAX_OUTPUT_BYTES"), 100<<20), "largest manifest stream printed (KPTR_MAX_OUTPUT_BYTES)")
+}
+
+func envInt64(v string, def int64) int64 {
+	if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
+		return n
+	}
+	return def
+}
+
+// validate checks the operator's settings once, so that a bad pod spec fails
+// every render with the same clear message.
+func (p *policy) validate() error {
+	for _, pat := range p.AllowedImages {
+		if _, err := compileImagePattern(pat); err != nil {
+			return fmt.Errorf("KPTR_ALLOWED_IMAGES: %w", err)
+		}
+	}
+	if p.AnnotationDomain != "" && !validDomain(p.AnnotationDomain) {
+		return fmt.Errorf("KPTR_ANNOTATION_DOMAIN: %q is not a DNS subdomain", p.AnnotationDomain)
+	}
+	if p.MaxOutputBytes <= 0 {
+		return fmt.Errorf("KPTR_MAX_OUTPUT_BYTES must be positive")
+	}
+	return nil
+}
+
+// appParameter names: what plugin.yaml announces, and the two spellings Argo
+// CD gives them in the environment (a parameter `annotation-domain` arrives
+// as PARAM_ANNOTATION_DOMAIN; a plugin.env entry as ARGOCD_ENV_ANNOTATION_DOMAIN).
+const (
+	paramAnnotationDomain = "ANNOTATION_DOMAIN"
+	paramFnTimeout        = "FN_TIMEOUT"
+)
+
+// appParam returns an Application-supplied setting, the parameter winning over
+// the plugin env entry.
+func appParam(env func(string) string, key string) (string, bool) {
+	if v := env("PARAM_" + key); v != "" {
+		return strings.TrimSpace(v), true
+	}
+	if v := env("ARGOCD_ENV_" + key); v != "" {
+		return strings.TrimSpace(v), true
+	}
+	return "", false
+}
+
+// applyAppParameters lets the Application narrow or decorate the operator's
+// policy. It returns an error for a value it refuses, so that the app's owner
+// sees why (rather than silently getting something else).
+func (p *policy) applyAppParameters(env func(string) string, fnTimeout *time.Duration) error {
+	if v, ok := appParam(env, paramAnnotationDomain); ok {
+		if !validDomain(v) {
+			return fmt.Errorf("parameter annotation-domain: %q is not a DNS subdomain", v)
+		}
+		p.AnnotationDomain = v
+	}
+	if v, ok := appParam(env, paramFnTimeout); ok {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("parameter fn-timeout: %q is not a positive duration", v)
+		}
+		if d > *fnTimeout {
+			return fmt.Errorf("parameter fn-timeout: %s exceeds the operator's limit %s", d, *fnTimeout)
+		}
+		*fnTimeout = d
+	}
+	return nil
+}
+
+var domainRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+
+// validDomain reports whether d can prefix an annotation key (a DNS subdomain).
+func validDomain(d string) bool { return len(d) <= 253 && domainRE.MatchString(d) }
+
+// compileImagePattern turns an allow-list glob into a regexp: '*' matches
+// within one path segment, '**' across segments, '?' one character; anything
+// else is literal. The pattern must match the whole string.
+func compileImagePattern(pat string) (*regexp.Regexp, error) {
+	if strings.TrimSpace(pat) == "" {
+		return nil, errors.New("empty image pattern")
+	}
+	var b strings.Builder
+	b.WriteString("^")
+	for i := 0; i < len(pat); i++ {
+		switch c := pat[i]; c {
+		case '*':
+			if i+1 < len(pat) && pat[i+1] == '*' {
+				b.WriteString(".*")
+				i++
+			} else {
+				b.WriteString("[^/]*")
+			}
+		case '?':
+			b.WriteString("[^/]")
+		default:
+			b.WriteString(regexp.QuoteMeta(string(c)))
+		}
+	}
+	b.WriteString("$")
+	return regexp.Compile(b.String())
+}
+
+// imageAllowed reports whether ref matches one of patterns. A pattern matches
+// the reference as written (repository plus :tag or @digest) or its repository
+// alone, so "ghcr.io/org/fn" allows every tag of that one repository and
+// "ghcr.io/org/fn:v1" only that tag.
+func imageAllowed(ref string, patterns []string) (bool, error) {
+	if _, err := name.ParseReference(ref); err != nil {
+		return false, fmt.Errorf("image %q: %v", ref, err)
+	}
+	repo := repoPart(ref)
+	for _, pat := range patterns {
+		re, err := compileImagePattern(pat)
+		if err != nil {
+			return false, err
+		}
+		if re.MatchString(ref) || re.MatchString(repo) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// repoPart strips a reference's @digest and :tag (a ':' after the last '/').
+func repoPart(ref string) string {
+	if i := strings.Index(ref, "@"); i >= 0 {
+		ref = ref[:i]
+	}
+	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+		ref = ref[:i]
+	}
+	return ref
+}
+
+// policyError is a refusal by the operator policy: an input error (exit 2),
+// because no retry will change it.
+type policyError struct{ msg string }
+
+func (e *policyError) Error() string { return e.msg }
+func (e *policyError) ExitCode() int { return exitUsage }
+
+// allowListResolver refuses, before anything is pulled, every image that the
+// operator's allow-list does not name. It wraps the cache, so the check sees
+// the final image name the pipeline resolved (prefix and tag rules applied).
+type allowListResolver struct {
+	next     pipeline.Resolver
+	patterns []string
+}
+
+func (r *allowListResolver) Resolve(ctx context.Context, ref string) (cache.Bundle, error) {
+	if err := r.check(ref); err != nil {
+		return cache.Bundle{}, err
+	}
+	return r.next.Resolve(ctx, ref)
+}
+
+func (r *allowListResolver) check(ref string) error {
+	ok, err := imageAllowed(ref, r.patterns)
+	if err != nil {
+		return &policyError{err.Error()}
+	}
+	if !ok {
+		return &policyError{fmt.Sprintf("image %q is not allowed by the operator's policy (KPTR_ALLOWED_IMAGES: %s)", ref, strings.Join(r.patterns, ", "))}
+	}
+	return nil
+}
+
+// policyRunner refuses runs the policy forbids, whatever the pipeline asks
+// for: exec functions (a bundle without a rootfs runs a host binary), the host
+// network, and host mounts.
+type policyRunner struct {
+	next         runtime.Runner
+	allowExec    bool
+	allowNetwork bool
+}
+
+func (r *policyRunner) Run(ctx context.Context, b cache.Bundle, inv runtime.Invocation) (runtime.Result, error) {
+	if b.Rootfs == "" && !r.allowExec {
+		return runtime.Result{}, &policyError{fmt.Sprintf("exec function %q is not allowed by the operator's policy (KPTR_ALLOW_EXEC)", b.Ref)}
+	}
+	if inv.Network && !r.allowNetwork {
+		return runtime.Result{}, &policyError{fmt.Sprintf("function %q: network access is not allowed by the operator's policy (KPTR_ALLOW_NETWORK)", b.Ref)}
+	}
+	if len(inv.Mounts) > 0 {
+		return runtime.Result{}, &policyError{fmt.Sprintf("function %q: host mounts are not allowed in generate", b.Ref)}
+	}
+	return r.next.Run(ctx, b, inv)
+}
