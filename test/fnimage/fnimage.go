@@ -1,0 +1,414 @@
+// Package fnimage builds KRM function images for tests, the way the kpt
+// function catalog builds them: a small base layer (busybox, /etc/passwd with
+// nobody, /tmp) plus a layer holding the function binary at
+// /usr/local/bin/function, with ENTRYPOINT ["function"] in the image config.
+//
+//	img := fnimage.Build(t, "set-labels")
+//	fnimage.Push(t, img, reg.Addr+"/kpt-fn/set-labels:v0.1.5")
+//
+// Fixture functions are Go main packages under test/fixtures/<name>. They are
+// compiled statically once per source content and reused by every test
+// binary (the compiled files live in a per-user directory under the system
+// temp dir, or in $KPTR_FIXTURE_BIN_DIR when it is set, for example when the
+// tests run as an unprivileged user without a Go module cache).
+//
+// Everything here is deterministic: the same fixture source gives the same
+// layer digests, and every image shares one base layer, as catalog images do.
+package fnimage
+
+import (
+	"archive/tar"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	goruntime "runtime"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// DefaultPath is the PATH of catalog images (alpine's), /usr/local/sbin first.
+const DefaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// epoch is the modification time of every file in the generated layers, so
+// that layer digests depend on content only.
+var epoch = time.Unix(0, 0).UTC()
+
+type options struct {
+	entrypoint, cmd, env []string
+	entrypointSet        bool
+	user, workdir        string
+	layers               []v1.Layer
+	noBase               bool
+}
+
+// Option changes what Build produces.
+type Option func(*options)
+
+// WithEntrypoint replaces ENTRYPOINT ["function"].
+func WithEntrypoint(args ...string) Option {
+	return func(o *options) { o.entrypoint, o.entrypointSet = args, true }
+}
+
+// WithCmd sets CMD.
+func WithCmd(args ...string) Option { return func(o *options) { o.cmd = args } }
+
+// WithEnv adds KEY=VAL entries after PATH.
+func WithEnv(env ...string) Option { return func(o *options) { o.env = append(o.env, env...) } }
+
+// WithUser sets USER (numeric or a name from the base layer's /etc/passwd).
+func WithUser(u string) Option { return func(o *options) { o.user = u } }
+
+// WithWorkingDir sets WORKDIR.
+func WithWorkingDir(d string) Option { return func(o *options) { o.workdir = d } }
+
+// WithLayers appends layers after the function layer.
+func WithLayers(l ...v1.Layer) Option { return func(o *options) { o.layers = append(o.layers, l...) } }
+
+// WithoutBase leaves out the base layer (a distroless-like image: no shell).
+func WithoutBase() Option { return func(o *options) { o.noBase = true } }
+
+// Build compiles test/fixtures/<fixture> and packages it as a linux/amd64
+// function image. An empty fixture name builds an image without a function
+// layer (base plus WithLayers only).
+func Build(t testing.TB, fixture string, opts ...Option) v1.Image {
+	t.Helper()
+	o := options{entrypoint: []string{"function"}}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	var layers []v1.Layer
+	if !o.noBase {
+		layers = append(layers, BaseLayer(t))
+	}
+	if fixture != "" {
+		bin, err := os.ReadFile(Binary(t, fixture))
+		if err != nil {
+			t.Fatalf("fnimage: %v", err)
+		}
+		layers = append(layers, mustLayer(t, []entry{
+			dir("usr/"), dir("usr/local/"), dir("usr/local/bin/"),
+			{name: "usr/local/bin/function", mode: 0o755, data: bin},
+		}))
+	}
+	layers = append(layers, o.layers...)
+	img, err := mutate.AppendLayers(empty.Image, layers...)
+	if err != nil {
+		t.Fatalf("fnimage: %v", err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatalf("fnimage: %v", err)
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "linux", "amd64"
+	cf.Created = v1.Time{Time: epoch}
+	cf.Config.Env = append([]string{DefaultPath}, o.env...)
+	if fixture != "" || o.entrypointSet {
+		cf.Config.Entrypoint = o.entrypoint
+	}
+	cf.Config.Cmd = o.cmd
+	cf.Config.User = o.user
+	cf.Config.WorkingDir = o.workdir
+	img, err = mutate.ConfigFile(img, cf)
+	if err != nil {
+		t.Fatalf("fnimage: %v", err)
+	}
+	return img
+}
+
+// Push writes img to ref. Registries on loopback are reached over plain HTTP.
+func Push(t testing.TB, img v1.Image, ref string) {
+	t.Helper()
+	r, err := name.ParseReference(ref, name.Insecure)
+	if err != nil {
+		t.Fatalf("fnimage: push %s: %v", ref, err)
+	}
+	if err := remote.Write(r, img); err != nil {
+		t.Fatalf("fnimage: push %s: %v", ref, err)
+	}
+}
+
+// PushIndex writes idx to ref.
+func PushIndex(t testing.TB, idx v1.ImageIndex, ref string) {
+	t.Helper()
+	r, err := name.ParseReference(ref, name.Insecure)
+	if err != nil {
+		t.Fatalf("fnimage: push %s: %v", ref, err)
+	}
+	if err := remote.WriteIndex(r, idx); err != nil {
+		t.Fatalf("fnimage: push %s: %v", ref, err)
+	}
+}
+
+var (
+	baseOnce  sync.Once
+	baseLayer v1.Layer
+	baseErr   error
+)
+
+// busyboxApplets are linked to /bin/busybox in the base layer.
+var busyboxApplets = []string{
+	"sh", "cat", "echo", "env", "id", "ls", "sleep", "true", "false", "kill",
+	"ps", "touch", "mkdir", "rm", "cp", "mv", "head", "tail", "wc", "grep",
+	"sed", "tr", "test", "printf", "readlink", "stat", "wget", "nc", "chmod",
+	"hostname", "whoami", "yes", "dd", "uname", "timeout", "mount",
+}
+
+// BaseLayer is the shared base layer: /bin/busybox (from the host's
+// busybox-static) with applet links, /etc/passwd and /etc/group with root and
+// nobody (65534), an empty /tmp (1777), /root and /home.
+func BaseLayer(t testing.TB) v1.Layer {
+	t.Helper()
+	baseOnce.Do(func() {
+		bb, err := os.ReadFile("/bin/busybox")
+		if err != nil {
+			baseErr = fmt.Errorf("base layer needs busybox-static (/bin/busybox): %w", err)
+			return
+		}
+		es := []entry{
+			dir("bin/"), dir("etc/"), dir("home/"), {name: "root/", mode: 0o700 | fs.ModeDir},
+			dir("sbin/"), dir("usr/"), dir("usr/bin/"), dir("usr/sbin/"), dir("usr/local/"),
+			dir("usr/local/bin/"), dir("var/"),
+			{name: "tmp/", mode: 0o1777 | fs.ModeDir | fs.ModeSticky},
+			{name: "bin/busybox", mode: 0o755, data: bb},
+			{name: "etc/passwd", mode: 0o644, data: []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n")},
+			{name: "etc/group", mode: 0o644, data: []byte("root:x:0:\nnobody:x:65534:\n")},
+		}
+		for _, a := range busyboxApplets {
+			es = append(es, entry{name: "bin/" + a, link: "busybox"})
+		}
+		baseLayer, baseErr = layerFromEntries(es)
+	})
+	if baseErr != nil {
+		t.Fatalf("fnimage: %v", baseErr)
+	}
+	return baseLayer
+}
+
+// Layer builds a layer from path → content. Files under a bin or sbin
+// directory are executable (0755), others 0644; parent directories are added.
+func Layer(t testing.TB, files map[string]string) v1.Layer {
+	t.Helper()
+	content := make(map[string]string, len(files))
+	names := make([]string, 0, len(files))
+	for n, c := range files {
+		n = strings.TrimPrefix(n, "/")
+		content[n] = c
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	seen := map[string]bool{}
+	var es []entry
+	for _, n := range names {
+		for _, d := range parents(n) {
+			if !seen[d] {
+				seen[d] = true
+				es = append(es, dir(d))
+			}
+		}
+		mode := fs.FileMode(0o644)
+		if b := path.Base(path.Dir(n)); b == "bin" || b == "sbin" {
+			mode = 0o755
+		}
+		es = append(es, entry{name: n, mode: mode, data: []byte(content[n])})
+	}
+	return mustLayer(t, es)
+}
+
+func parents(p string) []string {
+	var out []string
+	for d := path.Dir(p); d != "." && d != "/"; d = path.Dir(d) {
+		out = append([]string{d + "/"}, out...)
+	}
+	return out
+}
+
+// entry is one tar member: a directory (name ends in /), a file, or a
+// symlink (link set).
+type entry struct {
+	name string
+	mode fs.FileMode
+	data []byte
+	link string
+}
+
+func dir(n string) entry { return entry{name: n, mode: 0o755 | fs.ModeDir} }
+
+func mustLayer(t testing.TB, es []entry) v1.Layer {
+	t.Helper()
+	l, err := layerFromEntries(es)
+	if err != nil {
+		t.Fatalf("fnimage: %v", err)
+	}
+	return l
+}
+
+func layerFromEntries(es []entry) (v1.Layer, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, e := range es {
+		h := &tar.Header{Name: e.name, ModTime: epoch, Mode: int64(e.mode.Perm()), Format: tar.FormatPAX}
+		switch {
+		case e.link != "":
+			h.Typeflag, h.Linkname, h.Mode = tar.TypeSymlink, e.link, 0o777
+		case strings.HasSuffix(e.name, "/"):
+			h.Typeflag = tar.TypeDir
+			if e.mode&fs.ModeSticky != 0 {
+				h.Mode |= 0o1000
+			}
+		default:
+			h.Typeflag, h.Size = tar.TypeReg, int64(len(e.data))
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return nil, err
+		}
+		if h.Typeflag == tar.TypeReg {
+			if _, err := tw.Write(e.data); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	b := buf.Bytes()
+	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(b)), nil
+	})
+}
+
+var (
+	binMu    sync.Mutex
+	binPaths = map[string]string{}
+)
+
+// Binary returns the path of the statically compiled fixture function
+// test/fixtures/<fixture>.
+func Binary(t testing.TB, fixture string) string {
+	t.Helper()
+	binMu.Lock()
+	defer binMu.Unlock()
+	if p, ok := binPaths[fixture]; ok {
+		return p
+	}
+	p, err := compile(fixture)
+	if err != nil {
+		t.Fatalf("fnimage: fixture %s: %v", fixture, err)
+	}
+	binPaths[fixture] = p
+	return p
+}
+
+func compile(fixture string) (string, error) {
+	if d := os.Getenv("KPTR_FIXTURE_BIN_DIR"); d != "" {
+		if p := filepath.Join(d, fixture); fileExists(p) {
+			return p, nil
+		}
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	src := filepath.Join(root, "test", "fixtures", fixture)
+	key, err := sourceKey(root, src)
+	if err != nil {
+		return "", err
+	}
+	outDir := filepath.Join(os.TempDir(), fmt.Sprintf("kptr-fixtures-%d", os.Getuid()))
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return "", err
+	}
+	out := filepath.Join(outDir, fixture+"-"+key[:16])
+	if fileExists(out) {
+		return out, nil
+	}
+	tmp, err := os.CreateTemp(outDir, fixture+".tmp-*")
+	if err != nil {
+		return "", err
+	}
+	tmp.Close()
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", tmp.Name(), "./test/fixtures/"+fixture)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		os.Remove(tmp.Name())
+		return "", fmt.Errorf("go build: %v\n%s", err, b)
+	}
+	if err := os.Chmod(tmp.Name(), 0o755); err != nil {
+		return "", err
+	}
+	return out, os.Rename(tmp.Name(), out)
+}
+
+// sourceKey hashes the fixture's sources, the shared fixture code, go.sum and
+// the Go version: a change to any of them rebuilds the binary.
+func sourceKey(root, src string) (string, error) {
+	if !fileExists(filepath.Join(src, "main.go")) {
+		return "", fmt.Errorf("no main.go in %s", src)
+	}
+	h := sha256.New()
+	fmt.Fprintln(h, goruntime.Version())
+	for _, d := range []string{src, filepath.Join(root, "test", "fixtures", "internal")} {
+		err := filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
+			if err != nil || e.IsDir() || !strings.HasSuffix(p, ".go") {
+				return err
+			}
+			b, err := os.ReadFile(p)
+			fmt.Fprintf(h, "%s %d\n", p, len(b))
+			h.Write(b)
+			return err
+		})
+		if err != nil && !os.IsNotExist(err) {
+			return "", err
+		}
+	}
+	b, _ := os.ReadFile(filepath.Join(root, "go.sum"))
+	h.Write(b)
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// moduleRoot finds the kptr module root from this source file's location, so
+// it works from any test package's working directory.
+func moduleRoot() (string, error) {
+	_, file, _, ok := goruntime.Caller(0)
+	if ok {
+		root := filepath.Dir(filepath.Dir(filepath.Dir(file)))
+		if fileExists(filepath.Join(root, "go.mod")) {
+			return root, nil
+		}
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := wd; ; d = filepath.Dir(d) {
+		if fileExists(filepath.Join(d, "go.mod")) && fileExists(filepath.Join(d, "test", "fixtures")) {
+			return d, nil
+		}
+		if d == filepath.Dir(d) {
+			return "", fmt.Errorf("kptr module root not found above %s", wd)
+		}
+	}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}

@@ -1,0 +1,198 @@
+// Package registry runs a real container registry for end-to-end tests:
+// Debian's docker-registry (the CNCF distribution registry), on 127.0.0.1
+// with a free port and its own storage directory.
+//
+//	reg := registry.Start(t)
+//	fnimage.Push(t, img, reg.Addr+"/kpt-fn/set-labels:v0.1.5")
+//	... reg.BlobGets(digest) counts how often a blob was served ...
+//
+// The registry writes an access log; BlobGets and Requests read it, so a test
+// can prove that N concurrent pulls fetched each blob once.
+package registry
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Binary is the registry executable from Debian's docker-registry package.
+const Binary = "/usr/bin/docker-registry"
+
+// Registry is one running (or stopped) registry.
+type Registry struct {
+	// Addr is host:port, always on 127.0.0.1.
+	Addr string
+	// Dir holds the registry's storage, config and log.
+	Dir string
+
+	t       testing.TB
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	done    chan struct{}
+	logPath string
+}
+
+// Start starts a registry and stops it when the test ends. The test fails
+// (it does not skip) when the registry binary is missing: .ci/run installs it.
+func Start(t testing.TB) *Registry {
+	t.Helper()
+	if _, err := os.Stat(Binary); err != nil {
+		t.Fatalf("registry: %s not found (apt-get install docker-registry): %v", Binary, err)
+	}
+	dir, err := os.MkdirTemp("", "kptr-registry-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Registry{Addr: freeAddr(t), Dir: dir, t: t, logPath: filepath.Join(dir, "registry.log")}
+	cfg := fmt.Sprintf(`version: 0.1
+log:
+  level: info
+  formatter: text
+  accesslog:
+    disabled: false
+storage:
+  filesystem:
+    rootdirectory: %s
+  delete:
+    enabled: true
+  maintenance:
+    uploadpurging:
+      enabled: false
+http:
+  addr: %s
+`, filepath.Join(dir, "storage"), r.Addr)
+	if err := os.WriteFile(filepath.Join(dir, "config.yml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		r.Stop()
+		os.RemoveAll(dir)
+	})
+	r.Start()
+	return r
+}
+
+// Start starts the registry again after Stop, on the same address and storage.
+func (r *Registry) Start() {
+	r.t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cmd != nil {
+		return
+	}
+	logf, err := os.OpenFile(r.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	cmd := exec.Command(Binary, "serve", filepath.Join(r.Dir, "config.yml"))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "OTEL_TRACES_EXPORTER=none"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		r.t.Fatalf("registry: start: %v", err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); logf.Close(); close(done) }()
+	r.cmd, r.done = cmd, done
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, err := http.Get("http://" + r.Addr + "/v2/")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		select {
+		case <-done:
+			b, _ := os.ReadFile(r.logPath)
+			r.t.Fatalf("registry: exited at start:\n%s", b)
+		default:
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("registry: not ready on %s after 15s: %v", r.Addr, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Stop stops the registry; its storage stays for a later Start.
+func (r *Registry) Stop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cmd == nil {
+		return
+	}
+	r.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-r.done:
+	case <-time.After(5 * time.Second):
+		r.cmd.Process.Kill()
+		<-r.done
+	}
+	r.cmd, r.done = nil, nil
+	// Wait until the port is closed, so "registry down" is really down.
+	for i := 0; i < 100; i++ {
+		c, err := net.DialTimeout("tcp", r.Addr, 50*time.Millisecond)
+		if err != nil {
+			return
+		}
+		c.Close()
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// requestLine matches the request of an access-log line (Apache combined format).
+var requestLine = regexp.MustCompile(`"(GET|HEAD|PUT|POST|PATCH|DELETE) (\S+) HTTP/[0-9.]+" (\d{3})`)
+
+// Requests returns "METHOD PATH STATUS" for every request the registry served.
+func (r *Registry) Requests() []string {
+	b, err := os.ReadFile(r.logPath)
+	if err != nil {
+		r.t.Fatalf("registry: read log: %v", err)
+	}
+	var out []string
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		if m := requestLine.FindStringSubmatch(sc.Text()); m != nil {
+			out = append(out, m[1]+" "+m[2]+" "+m[3])
+		}
+	}
+	return out
+}
+
+// BlobGets counts the successful GETs of the blob with this digest
+// ("sha256:..."), in any repository.
+func (r *Registry) BlobGets(digest string) int {
+	n := 0
+	for _, req := range r.Requests() {
+		f := strings.Fields(req)
+		if f[0] == "GET" && strings.HasSuffix(f[1], "/blobs/"+digest) && (f[2] == "200" || f[2] == "206") {
+			n++
+		}
+	}
+	return n
+}
+
+func freeAddr(t testing.TB) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
