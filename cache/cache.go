@@ -2,13 +2,605 @@ package cache
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gofrs/flock"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	"golang.org/x/sync/singleflight"
 )
 
-// Cache is the image cache. STUB: replaced by the cache implementation.
-type Cache struct{}
+// Cache is an image cache in one directory. It is safe for concurrent use by
+// many goroutines and many processes sharing the directory.
+type Cache struct {
+	dir       string
+	s         settings
+	transport http.RoundTripper
+	puller    *remote.Puller
+	sf        singleflight.Group
 
-// Resolve turns an image reference into a runnable bundle.
+	mu    sync.Mutex
+	holds map[string]*flock.Flock // manifest hex → shared lock held until Close
+}
+
+// Open opens (creating it if needed) the cache in dir.
+func Open(dir string, opts ...Option) (*Cache, error) {
+	s := defaultSettings()
+	for _, o := range opts {
+		o(&s)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, &Error{Err: fmt.Errorf("cache directory %q: %w", dir, err)}
+	}
+	c := &Cache{dir: abs, s: s, holds: map[string]*flock.Flock{}}
+	if err := c.initLayout(); err != nil {
+		return nil, &Error{Err: fmt.Errorf("cache directory %s: %w", abs, err)}
+	}
+	base := remote.DefaultTransport.(*http.Transport).Clone()
+	base.DialContext = (&net.Dialer{Timeout: s.timeout, KeepAlive: 30 * time.Second}).DialContext
+	base.TLSHandshakeTimeout = s.timeout
+	base.ResponseHeaderTimeout = s.timeout
+	c.transport = &schemeGuard{next: base, insecure: s.insecure}
+	if c.puller, err = remote.NewPuller(c.remoteOptions(context.Background())...); err != nil {
+		return nil, &Error{Err: err}
+	}
+	return c, nil
+}
+
+// Dir is the cache directory (absolute).
+func (c *Cache) Dir() string { return c.dir }
+
+// Close releases the holds this Cache took on resolved images; until then
+// (or until the process exits) prune never removes them.
+func (c *Cache) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, l := range c.holds {
+		unlock(l)
+		delete(c.holds, k)
+	}
+	return nil
+}
+
+func (c *Cache) remoteOptions(ctx context.Context) []remote.Option {
+	return []remote.Option{
+		remote.WithContext(ctx),
+		remote.WithTransport(c.transport),
+		remote.WithAuthFromKeychain(c.s.keychain),
+		remote.WithUserAgent(c.s.userAgent),
+		remote.WithJobs(c.s.jobs),
+		remote.WithRetryBackoff(remote.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 2}),
+	}
+}
+
+// schemeGuard refuses plain HTTP except to loopback and listed registries.
+// (go-containerregistry would also fall back to HTTP for RFC 1918 addresses.)
+type schemeGuard struct {
+	next     http.RoundTripper
+	insecure map[string]bool
+}
+
+func (g *schemeGuard) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Scheme == "http" && !g.insecure[req.URL.Host] && !isLoopback(req.URL.Hostname()) {
+		return nil, fmt.Errorf("refusing plain HTTP to %s: only loopback and --insecure-registry hosts may use it", req.URL.Host)
+	}
+	return g.next.RoundTrip(req)
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// meta is rootfs/<hex>/meta.json, written before the rootfs directory is
+// committed: its presence in a committed directory means the rootfs is whole.
+type meta struct {
+	Manifest string    `json:"manifest"`
+	Config   string    `json:"config"`
+	Layers   []string  `json:"layers"`
+	Platform string    `json:"platform,omitempty"`
+	Image    v1.Config `json:"image"`
+	Files    int       `json:"files"`
+	Bytes    int64     `json:"bytes"`
+	Tree     string    `json:"tree"`
+	Unpacked time.Time `json:"unpacked"`
+}
+
+func (c *Cache) metaPath(hex string) string { return c.path(rootfsDir, hex, "meta.json") }
+
+func (c *Cache) readMeta(hex string) (*meta, error) {
+	b, err := os.ReadFile(c.metaPath(hex))
+	if err != nil {
+		return nil, err
+	}
+	var m meta
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// Resolve turns an image reference into a runnable bundle, pulling and
+// unpacking as the pull policy allows. The returned rootfs stays held (prune
+// will not remove it) until Close or process exit.
 func (c *Cache) Resolve(ctx context.Context, ref string) (Bundle, error) {
-	return Bundle{}, errors.New("cache: not implemented")
+	ir, err := c.parseRef(ref)
+	if err != nil {
+		return Bundle{}, err
+	}
+	b, err := c.resolve(ctx, ir)
+	if err != nil {
+		return Bundle{}, imgErr(ir.named, err)
+	}
+	return b, nil
+}
+
+func (c *Cache) resolve(ctx context.Context, ir imageRef) (Bundle, error) {
+	if c.s.policy != PullAlways || c.s.offline {
+		if d, ok := c.localDescriptor(ir); ok {
+			if b, ok, err := c.cached(ctx, ir, d); ok || err != nil {
+				return b, err
+			}
+		}
+	}
+	if c.s.offline {
+		return Bundle{}, fmt.Errorf("%w (offline)", ErrNotCached)
+	}
+	if c.s.policy == PullNever {
+		if d, ok := c.localDescriptor(ir); ok && c.hasBlob(d.Digest) {
+			return c.pull(ctx, ir, &d) // blobs imported but not unpacked yet
+		}
+		return Bundle{}, fmt.Errorf("%w (image pull policy Never)", ErrNotCached)
+	}
+	return c.pull(ctx, ir, nil)
+}
+
+// localDescriptor is the recorded resolution of ir, or for a digest
+// reference the digest itself.
+func (c *Cache) localDescriptor(ir imageRef) (v1.Descriptor, bool) {
+	if d, _, ok := c.lookup(ir.key, c.s.platform); ok {
+		return d, true
+	}
+	if dg, ok := ir.ref.(name.Digest); ok {
+		if h, err := v1.NewHash(dg.DigestStr()); err == nil {
+			if _, err := os.Stat(c.metaPath(h.Hex)); err == nil {
+				return v1.Descriptor{Digest: h}, true
+			}
+		}
+	}
+	return v1.Descriptor{}, false
+}
+
+// cached returns the bundle of an already unpacked image, holding it.
+func (c *Cache) cached(ctx context.Context, ir imageRef, d v1.Descriptor) (Bundle, bool, error) {
+	if err := c.hold(ctx, d.Digest.Hex); err != nil {
+		return Bundle{}, false, err
+	}
+	m, err := c.readMeta(d.Digest.Hex)
+	if err != nil {
+		return Bundle{}, false, nil
+	}
+	now := time.Now()
+	_ = os.Chtimes(c.metaPath(d.Digest.Hex), now, now) // last use, for prune's LRU order
+	return c.bundle(ir, d.Digest, m), true, nil
+}
+
+func (c *Cache) bundle(ir imageRef, h v1.Hash, m *meta) Bundle {
+	return Bundle{Ref: ir.named, Digest: h, Rootfs: c.path(rootfsDir, h.Hex, "rootfs"), Config: m.Image}
+}
+
+// hold takes (once per Cache) a shared lock that prune must get exclusively
+// before it may remove the image.
+func (c *Cache) hold(ctx context.Context, hex string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.holds[hex]; ok {
+		return nil
+	}
+	l, err := c.lock(ctx, "hold-"+hex+".lock", true)
+	if err != nil {
+		return err
+	}
+	c.holds[hex] = l
+	return nil
+}
+
+// pull resolves ir at the registry (unless desc is given), fetches what is
+// missing, unpacks and records the resolution. It holds the gc lock shared
+// throughout, so prune never sees a half-recorded image.
+func (c *Cache) pull(ctx context.Context, ir imageRef, desc *v1.Descriptor) (Bundle, error) {
+	gl, err := c.lock(ctx, gcLock, true)
+	if err != nil {
+		return Bundle{}, err
+	}
+	defer unlock(gl)
+	start := time.Now()
+	if desc == nil {
+		d, err := c.remoteManifest(ctx, ir)
+		if err != nil {
+			return Bundle{}, err
+		}
+		desc = &d
+	}
+	v, err, _ := c.sf.Do("unpack:"+desc.Digest.Hex, func() (any, error) {
+		return c.unpack(ctx, ir, *desc)
+	})
+	if err != nil {
+		return Bundle{}, err
+	}
+	m := v.(*meta)
+	if err := c.hold(ctx, desc.Digest.Hex); err != nil {
+		return Bundle{}, err
+	}
+	if desc.MediaType == "" {
+		desc.MediaType = types.OCIManifestSchema1
+	}
+	if desc.Size == 0 {
+		if st, err := os.Stat(c.blobPath(desc.Digest)); err == nil {
+			desc.Size = st.Size()
+		}
+	}
+	if err := c.record(ctx, ir.key, *desc); err != nil {
+		return Bundle{}, fmt.Errorf("recording %s: %w", ir.key, err)
+	}
+	c.s.logger.Debug("image ready", "image", ir.named, "digest", desc.Digest.String(), "duration", time.Since(start))
+	return c.bundle(ir, desc.Digest, m), nil
+}
+
+// remoteManifest fetches ir's manifest (through mirrors), descends an index
+// to the wanted platform, and commits the platform manifest blob.
+func (c *Cache) remoteManifest(ctx context.Context, ir imageRef) (v1.Descriptor, error) {
+	rd, err := c.puller.Get(ctx, ir.target)
+	if err != nil {
+		return v1.Descriptor{}, fmt.Errorf("fetching manifest: %w", err)
+	}
+	switch {
+	case rd.MediaType.IsIndex():
+		idx, err := v1.ParseIndexManifest(strings.NewReader(string(rd.Manifest)))
+		if err != nil {
+			return v1.Descriptor{}, fmt.Errorf("parsing index: %w", err)
+		}
+		child, err := pickPlatform(idx, c.s.platform)
+		if err != nil {
+			return v1.Descriptor{}, err
+		}
+		md, err := c.puller.Get(ctx, ir.target.Context().Digest(child.Digest.String()))
+		if err != nil {
+			return v1.Descriptor{}, fmt.Errorf("fetching %s manifest: %w", child.Platform, err)
+		}
+		if err := c.commitBytes(md.Manifest, child.Digest); err != nil {
+			return v1.Descriptor{}, err
+		}
+		out := v1.Descriptor{MediaType: child.MediaType, Size: child.Size, Digest: child.Digest, Platform: child.Platform}
+		return out, nil
+	case rd.MediaType.IsImage():
+		if err := c.commitBytes(rd.Manifest, rd.Digest); err != nil {
+			return v1.Descriptor{}, err
+		}
+		return v1.Descriptor{MediaType: rd.MediaType, Size: rd.Size, Digest: rd.Digest}, nil
+	}
+	return v1.Descriptor{}, fmt.Errorf("unsupported manifest type %q", rd.MediaType)
+}
+
+func isAttestation(d v1.Descriptor) bool {
+	if d.Annotations["vnd.docker.reference.type"] == "attestation-manifest" {
+		return true
+	}
+	return d.Platform != nil && (d.Platform.OS == "unknown" || d.Platform.Architecture == "unknown")
+}
+
+func platformMatches(have, want v1.Platform) bool {
+	if have.OS != want.OS || have.Architecture != want.Architecture {
+		return false
+	}
+	hv, wv := have.Variant, want.Variant
+	if want.Architecture == "arm64" {
+		hv, wv = strings.TrimPrefix(hv, "v8"), strings.TrimPrefix(wv, "v8")
+	}
+	return hv == "" || wv == "" || hv == wv
+}
+
+func platformString(p *v1.Platform) string {
+	if p == nil {
+		return "unknown platform"
+	}
+	s := p.OS + "/" + p.Architecture
+	if p.Variant != "" {
+		s += "/" + p.Variant
+	}
+	return s
+}
+
+// pickPlatform chooses want's entry of an index, never an attestation; a
+// variant-exact match wins over a variant-less one.
+func pickPlatform(idx *v1.IndexManifest, want v1.Platform) (v1.Descriptor, error) {
+	var avail []string
+	var best *v1.Descriptor
+	for i, d := range idx.Manifests {
+		if isAttestation(d) || d.Platform == nil || !d.MediaType.IsImage() {
+			continue
+		}
+		avail = append(avail, platformString(d.Platform))
+		if platformMatches(*d.Platform, want) && (best == nil || d.Platform.Variant == want.Variant) {
+			best = &idx.Manifests[i]
+		}
+	}
+	if best == nil {
+		has := "no runnable platforms"
+		if len(avail) > 0 {
+			has = strings.Join(avail, ", ")
+		}
+		return v1.Descriptor{}, fmt.Errorf("no image for %s (the image has %s)", platformString(&want), has)
+	}
+	return *best, nil
+}
+
+// unpack makes sure manifest desc is extracted under rootfs/<hex>, fetching
+// missing blobs from ir's repository. One process extracts; others wait on the
+// unpack lock and then find the committed rootfs.
+func (c *Cache) unpack(ctx context.Context, ir imageRef, desc v1.Descriptor) (*meta, error) {
+	hex := desc.Digest.Hex
+	if err := c.hold(ctx, hex); err != nil {
+		return nil, err
+	}
+	if m, err := c.readMeta(hex); err == nil {
+		return m, nil
+	}
+	ul, err := c.lock(ctx, "unpack-"+hex+".lock", false)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock(ul)
+	if m, err := c.readMeta(hex); err == nil {
+		return m, nil
+	}
+	// A directory without a readable meta.json is debris (never committed
+	// that way by this code); move it aside.
+	if _, err := os.Lstat(c.path(rootfsDir, hex)); err == nil {
+		if err := os.Rename(c.path(rootfsDir, hex), c.tempPath("debris")); err != nil {
+			return nil, err
+		}
+	}
+	repo := ir.target.Context()
+	if err := c.ensureManifest(ctx, repo, desc.Digest); err != nil {
+		return nil, fmt.Errorf("manifest: %w", err)
+	}
+	mb, err := os.ReadFile(c.blobPath(desc.Digest))
+	if err != nil {
+		return nil, err
+	}
+	mf, err := v1.ParseManifest(strings.NewReader(string(mb)))
+	if err != nil {
+		return nil, fmt.Errorf("parsing manifest %s: %w", desc.Digest, err)
+	}
+	if mf.Config.Digest.Hex == "" {
+		return nil, fmt.Errorf("manifest %s has no config (an index or unsupported type)", desc.Digest)
+	}
+	if err := c.ensureBlob(ctx, ir, repo, mf.Config.Digest, mf.Config.Size, false); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	cb, err := os.ReadFile(c.blobPath(mf.Config.Digest))
+	if err != nil {
+		return nil, err
+	}
+	cf, err := v1.ParseConfigFile(strings.NewReader(string(cb)))
+	if err != nil {
+		return nil, fmt.Errorf("parsing image config: %w", err)
+	}
+	want := c.s.platform
+	if cf.OS != "" && cf.Architecture != "" && !platformMatches(v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}, want) {
+		return nil, fmt.Errorf("image is for %s/%s, not %s", cf.OS, cf.Architecture, platformString(&want))
+	}
+	if len(cf.RootFS.DiffIDs) != 0 && len(cf.RootFS.DiffIDs) != len(mf.Layers) {
+		return nil, fmt.Errorf("image config lists %d layers, the manifest %d", len(cf.RootFS.DiffIDs), len(mf.Layers))
+	}
+	for _, l := range mf.Layers {
+		if !l.MediaType.IsDistributable() {
+			return nil, fmt.Errorf("layer %s is non-distributable (%s)", l.Digest, l.MediaType)
+		}
+	}
+
+	// Download every missing layer in parallel; extract in order as each
+	// arrives.
+	ready := make([]chan error, len(mf.Layers))
+	for i := range ready {
+		ready[i] = make(chan error, 1)
+	}
+	gctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	next := make(chan int, len(mf.Layers))
+	for i := range mf.Layers {
+		next <- i
+	}
+	close(next)
+	for w := 0; w < c.s.jobs && w < len(mf.Layers); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if gctx.Err() != nil {
+					ready[i] <- gctx.Err()
+					continue
+				}
+				ready[i] <- c.ensureBlob(gctx, ir, repo, mf.Layers[i].Digest, mf.Layers[i].Size, true)
+			}
+		}()
+	}
+	work := c.tempPath("unpack")
+	root := filepath.Join(work, "rootfs")
+	committed := false
+	defer func() {
+		if !committed {
+			os.RemoveAll(work)
+		}
+	}()
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(root, 0o755); err != nil {
+		return nil, err
+	}
+	u := newUnpacker(root, c.s.limits)
+	var layers []string
+	for i, l := range mf.Layers {
+		if err := <-ready[i]; err != nil {
+			return nil, fmt.Errorf("layer %s: %w", l.Digest, err)
+		}
+		diffID := ""
+		if len(cf.RootFS.DiffIDs) > i {
+			diffID = cf.RootFS.DiffIDs[i].String()
+		}
+		f, err := os.Open(c.blobPath(l.Digest))
+		if err != nil {
+			return nil, err
+		}
+		err = u.apply(f, diffID)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("layer %d (%s): %w", i+1, l.Digest, err)
+		}
+		layers = append(layers, l.Digest.String())
+	}
+	if err := u.finish(); err != nil {
+		return nil, err
+	}
+	tree, files, size, err := treeHash(root, u.sums)
+	if err != nil {
+		return nil, err
+	}
+	m := &meta{Manifest: desc.Digest.String(), Config: mf.Config.Digest.String(), Layers: layers,
+		Image: cf.Config, Files: files, Bytes: size, Tree: tree, Unpacked: time.Now().UTC()}
+	if cf.OS != "" {
+		m.Platform = platformString(&v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant})
+	}
+	mb, err = json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := writeSynced(filepath.Join(work, "meta.json"), mb); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(work, c.path(rootfsDir, hex)); err != nil {
+		return nil, fmt.Errorf("committing rootfs: %w", err)
+	}
+	committed = true
+	if u.skipped > 0 {
+		c.s.logger.Debug("skipped device nodes and fifos", "image", ir.named, "count", u.skipped)
+	}
+	return m, nil
+}
+
+func writeSynced(p string, b []byte) error {
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err = f.Write(b); err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// ensureBlob makes sure blob h is in the store, downloading it from repo at
+// most once across goroutines (single-flight) and processes (blob lock).
+func (c *Cache) ensureBlob(ctx context.Context, ir imageRef, repo name.Repository, h v1.Hash, size int64, report bool) error {
+	if c.hasBlob(h) {
+		return nil
+	}
+	if c.s.offline {
+		return fmt.Errorf("blob %s: %w (offline)", h, ErrNotCached)
+	}
+	_, err, _ := c.sf.Do("blob:"+h.Hex, func() (any, error) {
+		l, err := c.lock(ctx, "blob-"+h.Hex+".lock", false)
+		if err != nil {
+			return nil, err
+		}
+		defer unlock(l)
+		if c.hasBlob(h) {
+			return nil, nil
+		}
+		return nil, c.download(ctx, ir, repo, h, size, report)
+	})
+	return err
+}
+
+func (c *Cache) download(ctx context.Context, ir imageRef, repo name.Repository, h v1.Hash, size int64, report bool) (err error) {
+	if size <= 0 {
+		size = -1
+	}
+	var lp LayerProgress
+	if report && c.s.progress != nil {
+		lp = c.s.progress.Layer(ir.named, h, size)
+		defer func() { lp.Done(err) }()
+	}
+	start := time.Now()
+	// A registry that stops sending mid-body is cut off after the timeout.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stall := time.AfterFunc(c.s.timeout, func() {
+		cancel(fmt.Errorf("registry sent nothing for %s", c.s.timeout))
+	})
+	defer stall.Stop()
+	layer, err := c.puller.Layer(ctx, repo.Digest(h.String()))
+	if err != nil {
+		return cause(ctx, err)
+	}
+	rc, err := layer.Compressed()
+	if err != nil {
+		return cause(ctx, err)
+	}
+	defer rc.Close()
+	err = c.commitBlob(rc, h, size, func(n int) {
+		stall.Reset(c.s.timeout)
+		if lp != nil {
+			lp.Add(n)
+		}
+	})
+	if err != nil {
+		return cause(ctx, err)
+	}
+	c.s.logger.Debug("fetched blob", "image", ir.named, "digest", h.String(), "bytes", size, "duration", time.Since(start))
+	return nil
+}
+
+func cause(ctx context.Context, err error) error {
+	if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) {
+		return c
+	}
+	return err
+}
+
+// ensureManifest fetches a manifest blob by digest (registries serve
+// manifests from the manifests endpoint, not the blobs one).
+func (c *Cache) ensureManifest(ctx context.Context, repo name.Repository, h v1.Hash) error {
+	if c.hasBlob(h) {
+		return nil
+	}
+	if c.s.offline {
+		return fmt.Errorf("%w (offline)", ErrNotCached)
+	}
+	md, err := c.puller.Get(ctx, repo.Digest(h.String()))
+	if err != nil {
+		return err
+	}
+	return c.commitBytes(md.Manifest, h)
 }

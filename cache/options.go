@@ -1,0 +1,204 @@
+package cache
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	goruntime "runtime"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+)
+
+// PullPolicy says when Resolve may contact a registry, with kpt's names.
+type PullPolicy string
+
+const (
+	// PullAlways resolves the tag at the registry on every call; blobs and
+	// rootfs already cached are reused when the digest did not change.
+	PullAlways PullPolicy = "Always"
+	// PullIfNotPresent (the default) uses the cached resolution of a
+	// reference when there is one and pulls otherwise.
+	PullIfNotPresent PullPolicy = "IfNotPresent"
+	// PullNever uses only what is cached; a miss is an error.
+	PullNever PullPolicy = "Never"
+)
+
+// ParsePullPolicy accepts kpt's spellings (case-insensitive).
+func ParsePullPolicy(s string) (PullPolicy, error) {
+	switch strings.ToLower(s) {
+	case "always":
+		return PullAlways, nil
+	case "ifnotpresent", "":
+		return PullIfNotPresent, nil
+	case "never":
+		return PullNever, nil
+	}
+	return "", fmt.Errorf("unknown image pull policy %q (want Always, IfNotPresent or Never)", s)
+}
+
+// DefaultImagePrefix is kpt's prefix for image names without a '/'.
+const DefaultImagePrefix = "ghcr.io/kptdev/krm-functions-catalog/"
+
+// Limits bound what extracting one image may write.
+type Limits struct {
+	// MaxBytes is the largest total of uncompressed layer bytes (0: default 4 GiB).
+	MaxBytes int64
+	// MaxFiles is the largest number of tar entries over all layers (0: default 1,000,000).
+	MaxFiles int
+}
+
+// Progress receives per-layer byte counts while blobs download. Implementations
+// must be safe for concurrent use (layers download in parallel).
+type Progress interface {
+	// Layer announces a blob download; the returned tracker gets its bytes.
+	Layer(image string, digest v1.Hash, size int64) LayerProgress
+}
+
+// LayerProgress tracks one blob download.
+type LayerProgress interface {
+	Add(n int)
+	Done(err error)
+}
+
+// Mirror rewrites references whose name starts with From (a registry host or
+// a registry/path prefix, matched on '/' boundaries) to start with To instead.
+type Mirror struct{ From, To string }
+
+// ParseMirror parses "SRC=DST" (gcr.io=127.0.0.1:5000, ghcr.io/kptdev=registry.corp/kptdev).
+func ParseMirror(s string) (Mirror, error) {
+	from, to, ok := strings.Cut(s, "=")
+	from, to = strings.Trim(strings.TrimSpace(from), "/"), strings.Trim(strings.TrimSpace(to), "/")
+	if !ok || from == "" || to == "" {
+		return Mirror{}, fmt.Errorf("bad mirror %q: want SRC=DST, e.g. gcr.io=127.0.0.1:5000", s)
+	}
+	return Mirror{From: from, To: to}, nil
+}
+
+// Option configures a Cache.
+type Option func(*settings)
+
+type settings struct {
+	mirrors     []Mirror
+	insecure    map[string]bool
+	policy      PullPolicy
+	offline     bool
+	prefix      string
+	keychain    authn.Keychain
+	platform    v1.Platform
+	limits      Limits
+	logger      *slog.Logger
+	progress    Progress
+	timeout     time.Duration
+	jobs        int
+	userAgent   string
+}
+
+func defaultSettings() settings {
+	return settings{
+		insecure: map[string]bool{},
+		policy:   PullIfNotPresent,
+		prefix:   DefaultImagePrefix,
+		keychain: authn.DefaultKeychain,
+		platform: HostPlatform(),
+		limits:   Limits{MaxBytes: 4 << 30, MaxFiles: 1_000_000},
+		logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+		timeout:  30 * time.Second,
+		jobs:     4,
+		userAgent: "kptr",
+	}
+}
+
+// HostPlatform is the platform images are picked for by default.
+func HostPlatform() v1.Platform {
+	p := v1.Platform{OS: goruntime.GOOS, Architecture: goruntime.GOARCH}
+	switch goruntime.GOARCH {
+	case "arm64":
+		p.Variant = "v8"
+	case "arm":
+		p.Variant = "v7"
+	}
+	return p
+}
+
+// WithMirrors adds reference rewrites; the longest matching From wins.
+func WithMirrors(m ...Mirror) Option {
+	return func(s *settings) { s.mirrors = append(s.mirrors, m...) }
+}
+
+// WithInsecureRegistries lists registry hosts ("host:port") that may be
+// reached over plain HTTP. Loopback registries always may; nothing else may.
+func WithInsecureRegistries(hosts ...string) Option {
+	return func(s *settings) {
+		for _, h := range hosts {
+			s.insecure[strings.TrimSpace(h)] = true
+		}
+	}
+}
+
+// WithPullPolicy sets the pull policy (default IfNotPresent).
+func WithPullPolicy(p PullPolicy) Option { return func(s *settings) { s.policy = p } }
+
+// WithOffline forbids all network access: only cached images resolve.
+func WithOffline(offline bool) Option { return func(s *settings) { s.offline = offline } }
+
+// WithImagePrefix sets the prefix for names without a '/' (default DefaultImagePrefix).
+func WithImagePrefix(prefix string) Option {
+	return func(s *settings) {
+		if prefix != "" {
+			s.prefix = prefix
+		}
+	}
+}
+
+// WithKeychain sets where registry credentials come from (default
+// authn.DefaultKeychain: docker config.json and credential helpers).
+func WithKeychain(k authn.Keychain) Option { return func(s *settings) { s.keychain = k } }
+
+// WithPlatform picks another platform than the host's from multi-arch images.
+func WithPlatform(p v1.Platform) Option { return func(s *settings) { s.platform = p } }
+
+// WithLimits bounds extraction; zero fields keep their defaults.
+func WithLimits(l Limits) Option {
+	return func(s *settings) {
+		if l.MaxBytes > 0 {
+			s.limits.MaxBytes = l.MaxBytes
+		}
+		if l.MaxFiles > 0 {
+			s.limits.MaxFiles = l.MaxFiles
+		}
+	}
+}
+
+// WithLogger sets the structured logger (default: discard).
+func WithLogger(l *slog.Logger) Option {
+	return func(s *settings) {
+		if l != nil {
+			s.logger = l
+		}
+	}
+}
+
+// WithProgress reports per-layer download progress.
+func WithProgress(p Progress) Option { return func(s *settings) { s.progress = p } }
+
+// WithTimeout bounds connecting to a registry and waiting for its response
+// headers (default 30s), so a registry that hangs fails instead of blocking.
+func WithTimeout(d time.Duration) Option {
+	return func(s *settings) {
+		if d > 0 {
+			s.timeout = d
+		}
+	}
+}
+
+// WithJobs sets how many blobs of one image download in parallel (default 4).
+func WithJobs(n int) Option {
+	return func(s *settings) {
+		if n > 0 {
+			s.jobs = n
+		}
+	}
+}
