@@ -1,0 +1,362 @@
+// Package deploy holds kptr's Argo CD manifests (kustomize component,
+// variants, Helm values, examples); this test builds them with kustomize's Go
+// API against Argo CD's stock repo-server Deployment and checks the result.
+package deploy
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// build runs kustomize on an overlay of the stock Argo CD repo-server with
+// the given components (paths relative to deploy/).
+func build(t *testing.T, components ...string) map[string]*yaml.RNode {
+	t.Helper()
+	here, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k strings.Builder
+	k.WriteString("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: argocd\nresources:\n")
+	// kustomize refuses absolute roots: refer to deploy/ relative to the overlay.
+	dir := t.TempDir()
+	rel := func(p string) string {
+		r, err := filepath.Rel(dir, filepath.Join(here, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	k.WriteString("- " + rel("testdata/argocd-base") + "\ncomponents:\n")
+	for _, c := range components {
+		k.WriteString("- " + rel(c) + "\n")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	if err != nil {
+		t.Fatalf("kustomize build %v: %v", components, err)
+	}
+	out := map[string]*yaml.RNode{}
+	for _, r := range m.Resources() {
+		b, err := r.AsYAML()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := yaml.Parse(string(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[n.GetKind()+"/"+n.GetName()] = n
+	}
+	return out
+}
+
+// podSpec returns the repo-server's pod spec as a generic map.
+func podSpec(t *testing.T, objs map[string]*yaml.RNode) map[string]any {
+	t.Helper()
+	d := objs["Deployment/argocd-repo-server"]
+	if d == nil {
+		t.Fatalf("no argocd-repo-server Deployment in %v", keys(objs))
+	}
+	m, err := d.Map()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dig(m, "spec", "template", "spec").(map[string]any)
+}
+
+func keys(m map[string]*yaml.RNode) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	return ks
+}
+
+func dig(v any, path ...string) any {
+	for _, p := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[p]
+	}
+	return v
+}
+
+func named(list any, name string) map[string]any {
+	items, _ := list.([]any)
+	var found map[string]any
+	n := 0
+	for _, it := range items {
+		m, _ := it.(map[string]any)
+		if m["name"] == name {
+			found = m
+			n++
+		}
+	}
+	if n > 1 {
+		return map[string]any{"duplicate": n}
+	}
+	return found
+}
+
+func kptrContainer(t *testing.T, spec map[string]any) map[string]any {
+	t.Helper()
+	c := named(spec["containers"], "kptr")
+	if c == nil {
+		t.Fatal("no kptr container in the repo-server pod")
+	}
+	return c
+}
+
+func TestComponentPatchesRepoServer(t *testing.T) {
+	stock := podSpec(t, build(t))
+	spec := podSpec(t, build(t, "component"))
+
+	// The stock container and init container are untouched; kptr is added.
+	if !reflect.DeepEqual(named(spec["containers"], "argocd-repo-server"), named(stock["containers"], "argocd-repo-server")) {
+		t.Error("the component changed the argocd-repo-server container")
+	}
+	if !reflect.DeepEqual(spec["initContainers"], stock["initContainers"]) {
+		t.Error("the component changed the init containers")
+	}
+	if n := len(spec["containers"].([]any)); n != 2 {
+		t.Errorf("want 2 containers, got %d", n)
+	}
+	c := kptrContainer(t, spec)
+	if got := c["command"]; !reflect.DeepEqual(got, []any{"/var/run/argocd/argocd-cmp-server"}) {
+		t.Errorf("command = %v", got)
+	}
+	if !strings.HasPrefix(c["image"].(string), "ghcr.io/kptr-dev/kptr:") {
+		t.Errorf("image = %v", c["image"])
+	}
+	sc := c["securityContext"].(map[string]any)
+	if sc["runAsUser"] != 999 || sc["runAsNonRoot"] != true || sc["readOnlyRootFilesystem"] != true || sc["allowPrivilegeEscalation"] != false {
+		t.Errorf("securityContext = %v", sc)
+	}
+	if !reflect.DeepEqual(dig(sc, "capabilities", "drop"), []any{"ALL"}) {
+		t.Errorf("capabilities = %v", sc["capabilities"])
+	}
+	if dig(sc, "seccompProfile", "type") != "RuntimeDefault" {
+		t.Errorf("component alone must keep RuntimeDefault, got %v", sc["seccompProfile"])
+	}
+
+	// Mounts: the cmp-server binary and socket dirs, /tmp and the cache.
+	wantMounts := map[string]string{
+		"var-files":  "/var/run/argocd",
+		"plugins":    "/home/argocd/cmp-server/plugins",
+		"cmp-tmp":    "/tmp",
+		"kptr-cache": "/home/argocd/.cache",
+	}
+	for name, path := range wantMounts {
+		m := named(c["volumeMounts"], name)
+		if m == nil || m["mountPath"] != path {
+			t.Errorf("mount %s = %v, want at %s", name, m, path)
+		}
+		if v := named(spec["volumes"], name); v == nil || v["duplicate"] != nil {
+			t.Errorf("volume %s missing or duplicated: %v", name, v)
+		}
+	}
+	// The stock emptyDirs are reused, not redefined.
+	if !reflect.DeepEqual(named(spec["volumes"], "var-files"), named(stock["volumes"], "var-files")) {
+		t.Error("var-files volume changed")
+	}
+	if dig(named(spec["volumes"], "cmp-tmp"), "emptyDir") == nil || dig(named(spec["volumes"], "kptr-cache"), "emptyDir") == nil {
+		t.Error("cmp-tmp and kptr-cache must be emptyDirs")
+	}
+
+	env := map[string]string{}
+	for _, e := range c["env"].([]any) {
+		m := e.(map[string]any)
+		env[m["name"].(string)] = m["value"].(string)
+	}
+	if env["KPTR_ALLOW_EXEC"] != "false" || env["KPTR_ALLOW_NETWORK"] != "false" || env["KPTR_ALLOWED_IMAGES"] == "" {
+		t.Errorf("operator policy env = %v", env)
+	}
+	if !strings.HasPrefix(env["KPTR_CACHE_DIR"], "/home/argocd/.cache/") {
+		t.Errorf("cache dir %q is not on the cache volume", env["KPTR_CACHE_DIR"])
+	}
+}
+
+func TestSecurityVariants(t *testing.T) {
+	sc := kptrContainer(t, podSpec(t, build(t, "component", "variants/seccomp-localhost")))["securityContext"].(map[string]any)
+	if !reflect.DeepEqual(sc["seccompProfile"], map[string]any{"type": "Localhost", "localhostProfile": "kptr/kptr-sandbox.json"}) {
+		t.Errorf("seccomp = %v", sc["seccompProfile"])
+	}
+	if !reflect.DeepEqual(sc["appArmorProfile"], map[string]any{"type": "Localhost", "localhostProfile": "kptr-sandbox"}) {
+		t.Errorf("apparmor = %v", sc["appArmorProfile"])
+	}
+	if sc["runAsUser"] != 999 || sc["allowPrivilegeEscalation"] != false {
+		t.Errorf("variant lost the base securityContext: %v", sc)
+	}
+	// The profile the variant names exists and is valid JSON with the calls
+	// the sandbox needs left allowed.
+	var prof struct {
+		DefaultAction string `yaml:"defaultAction"`
+		Syscalls      []struct {
+			Names  []string `yaml:"names"`
+			Action string   `yaml:"action"`
+		} `yaml:"syscalls"`
+	}
+	data, err := os.ReadFile("variants/seccomp-localhost/profiles/kptr-sandbox.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, &prof); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range prof.Syscalls {
+		for _, n := range s.Names {
+			switch n {
+			case "unshare", "clone", "clone3", "mount", "umount2", "pivot_root", "setns", "fsopen", "fsmount", "open_tree", "move_mount", "mount_setattr":
+				t.Errorf("profile denies %s, which the sandbox needs", n)
+			}
+		}
+	}
+	if prof.DefaultAction != "SCMP_ACT_ALLOW" || len(prof.Syscalls) == 0 {
+		t.Errorf("profile = %+v", prof)
+	}
+	aa, err := os.ReadFile("variants/seccomp-localhost/profiles/kptr-sandbox.apparmor")
+	if err != nil || !bytes.Contains(aa, []byte("profile kptr-sandbox ")) || !bytes.Contains(aa, []byte("userns,")) {
+		t.Errorf("apparmor profile missing or without userns: %v", err)
+	}
+
+	sc = kptrContainer(t, podSpec(t, build(t, "component", "variants/unconfined")))["securityContext"].(map[string]any)
+	if dig(sc, "seccompProfile", "type") != "Unconfined" || dig(sc, "appArmorProfile", "type") != "Unconfined" {
+		t.Errorf("unconfined variant: %v", sc)
+	}
+	if !reflect.DeepEqual(dig(sc, "capabilities", "drop"), []any{"ALL"}) || sc["readOnlyRootFilesystem"] != true {
+		t.Errorf("unconfined variant must keep the rest: %v", sc)
+	}
+}
+
+func TestPluginConfigMapVariant(t *testing.T) {
+	objs := build(t, "component", "variants/plugin-configmap")
+	var cm *yaml.RNode
+	for k, n := range objs {
+		if strings.HasPrefix(k, "ConfigMap/kptr-plugin-") {
+			cm = n
+		}
+	}
+	if cm == nil {
+		t.Fatalf("no generated kptr-plugin ConfigMap in %v", keys(objs))
+	}
+	want, err := os.ReadFile("../plugin.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cm.GetDataMap()["plugin.yaml"]; got != string(want) {
+		t.Errorf("ConfigMap plugin.yaml differs from the repository's plugin.yaml")
+	}
+	spec := podSpec(t, objs)
+	v := named(spec["volumes"], "kptr-plugin")
+	if dig(v, "configMap", "name") != cm.GetName() {
+		t.Errorf("volume refers to %v, ConfigMap is %s", dig(v, "configMap", "name"), cm.GetName())
+	}
+	m := named(kptrContainer(t, spec)["volumeMounts"], "kptr-plugin")
+	if m["mountPath"] != "/home/argocd/cmp-server/config/plugin.yaml" || m["subPath"] != "plugin.yaml" {
+		t.Errorf("plugin mount = %v", m)
+	}
+}
+
+// The Helm values describe the same sidecar as the component with the
+// Localhost variant; a drift between them is a bug in one of the two.
+func TestHelmValuesMatchComponent(t *testing.T) {
+	data, err := os.ReadFile("helm/values.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var values struct {
+		RepoServer struct {
+			ExtraContainers []map[string]any `yaml:"extraContainers"`
+			Volumes         []any            `yaml:"volumes"`
+		} `yaml:"repoServer"`
+	}
+	if err := yaml.Unmarshal(data, &values); err != nil {
+		t.Fatal(err)
+	}
+	if len(values.RepoServer.ExtraContainers) != 1 {
+		t.Fatalf("extraContainers = %v", values.RepoServer.ExtraContainers)
+	}
+	helm := values.RepoServer.ExtraContainers[0]
+	spec := podSpec(t, build(t, "component", "variants/seccomp-localhost"))
+	kust := kptrContainer(t, spec)
+	for _, f := range []string{"name", "image", "command", "env", "securityContext", "volumeMounts", "resources"} {
+		if !reflect.DeepEqual(normalise(helm[f]), normalise(kust[f])) {
+			t.Errorf("helm %s = %v\ncomponent %s = %v", f, helm[f], f, kust[f])
+		}
+	}
+	for _, name := range []string{"cmp-tmp", "kptr-cache"} {
+		if !reflect.DeepEqual(normalise(named(values.RepoServer.Volumes, name)), normalise(named(spec["volumes"], name))) {
+			t.Errorf("helm volume %s differs from the component's", name)
+		}
+	}
+}
+
+// normalise round-trips through YAML so that int/float and map types compare equal.
+func normalise(v any) any {
+	b, _ := yaml.Marshal(v)
+	var out any
+	_ = yaml.Unmarshal(b, &out)
+	return out
+}
+
+func TestExamples(t *testing.T) {
+	data, err := os.ReadFile("examples/application.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := yaml.Parse(string(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, _ := app.GetString("spec.source.path")
+	if _, err := os.Stat(filepath.Join("..", path, "Kptfile")); err != nil {
+		t.Errorf("the Application's path %q has no Kptfile: %v", path, err)
+	}
+	plugin, _ := yaml.ReadFile("../plugin.yaml")
+	name, _ := plugin.GetString("metadata.name")
+	version, _ := plugin.GetString("spec.version")
+	if got, _ := app.GetString("spec.source.plugin.name"); got != name+"-"+version {
+		t.Errorf("Application names plugin %q, plugin.yaml serves %q", got, name+"-"+version)
+	}
+	kf, err := yaml.ReadFile("examples/echoserver/Kptfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fns, _ := kf.Pipe(yaml.Lookup("pipeline", "mutators"))
+	var images []string
+	for _, f := range fns.Content() {
+		images = append(images, yaml.NewRNode(f).Field("image").Value.YNode().Value)
+	}
+	if len(images) != 2 || !strings.Contains(images[0], "/set-labels:") || !strings.Contains(images[1], "/set-annotations:") {
+		t.Errorf("example pipeline = %v", images)
+	}
+	for _, img := range images {
+		if !strings.HasPrefix(img, "ghcr.io/kptdev/krm-functions-catalog/") {
+			t.Errorf("%s is outside the component's default allow-list", img)
+		}
+	}
+	// The install example refers to components that exist.
+	inst, err := yaml.ReadFile("examples/install/kustomization.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	comps, _ := inst.Pipe(yaml.Lookup("components"))
+	for _, c := range comps.Content() {
+		if _, err := os.Stat(filepath.Join("examples/install", c.Value, "kustomization.yaml")); err != nil {
+			t.Errorf("install example: %v", err)
+		}
+	}
+}
