@@ -1,0 +1,257 @@
+package runtime
+
+import (
+	"fmt"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/opencontainers/cgroups"
+	_ "github.com/opencontainers/cgroups/devices" // device rules for the cgroup manager
+	"github.com/opencontainers/runc/libcontainer/configs"
+	"github.com/opencontainers/runc/libcontainer/specconv"
+	"golang.org/x/sys/unix"
+)
+
+// rootHostIDBase is where container ids 0..65535 land on the host when kptr
+// runs as root: a range no real account uses, so a function never holds host
+// root (or any host user's uid) even though kptr does.
+const (
+	rootHostIDBase = 1 << 30
+	rootHostIDSize = 65536
+)
+
+// Features is what the probes found about the environment; buildConfig
+// adapts the sandbox to it.
+type Features struct {
+	// Root: kptr runs with euid 0. Then container ids 0..65535 map to a
+	// dedicated host range (functions run as nobody); otherwise only
+	// container root is mapped, to the invoking uid.
+	Root bool
+	// UID and GID of the invoking process.
+	UID, GID int
+	// FreshProc: a new procfs can be mounted; else the existing /proc is bound.
+	FreshProc bool
+	// CgroupNS: the kernel has cgroup namespaces.
+	CgroupNS bool
+	// Cgroups: kptr may create cgroups, so memory and pids limits are enforced
+	// by the kernel's cgroup controllers.
+	Cgroups bool
+	// Seccomp: this binary was built with the seccomp tag (libseccomp).
+	Seccomp bool
+	// HardLimits are the current hard rlimits; a sandbox can only lower them.
+	HardLimits map[int]uint64
+}
+
+// Limits bound what one run may use.
+type Limits struct {
+	// Memory in bytes, enforced through the memory cgroup when cgroups are
+	// delegated (see Features.Cgroups); 0 means no limit.
+	Memory int64
+	// Pids bounds the processes of a run: RLIMIT_NPROC inside the run's own
+	// user namespace always, and the pids cgroup when delegated.
+	Pids int64
+	// TmpSize bounds each tmpfs (/tmp, $HOME) in bytes.
+	TmpSize int64
+	// NoFile is RLIMIT_NOFILE; 0 keeps kptr's own.
+	NoFile uint64
+}
+
+// DefaultLimits are applied by New unless overridden.
+var DefaultLimits = Limits{Memory: 2 << 30, Pids: 1024, TmpSize: 256 << 20}
+
+// entryKind is the type of a top-level entry of an image root filesystem.
+type entryKind int
+
+const (
+	entryDir entryKind = iota
+	entryFile
+	entrySymlink
+)
+
+type entry struct {
+	Name   string
+	Kind   entryKind
+	Target string // for symlinks
+}
+
+// runSpec is everything that determines one run's sandbox.
+type runSpec struct {
+	ID      string
+	Root    string  // the run's private root directory (mount points, symlinks)
+	Image   string  // the cached rootfs, bound read-only
+	Entries []entry // top-level entries of Image
+	Proc    process
+	// HomeMount: $HOME is a directory of the image other than / and /tmp,
+	// so it gets its own tmpfs.
+	HomeMount  bool
+	ResolvConf bool // the image has /etc/resolv.conf (bound from the host when networked)
+	Inv        Invocation
+	Limits     Limits
+	Feat       Features
+}
+
+// skippedTop are image top-level entries the sandbox provides itself.
+var skippedTop = map[string]bool{"proc": true, "dev": true, "sys": true, "tmp": true}
+
+// Paths masked and made read-only, as in runc's default spec.
+var (
+	maskedPaths = []string{
+		"/proc/acpi", "/proc/asound", "/proc/interrupts", "/proc/kcore", "/proc/keys",
+		"/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
+		"/proc/sched_debug", "/proc/scsi", "/sys/firmware", "/sys/devices/virtual/powercap",
+	}
+	readonlyPaths = []string{
+		"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger",
+	}
+	minimalDevices = map[string]bool{"/dev/null": true, "/dev/zero": true, "/dev/random": true, "/dev/urandom": true}
+)
+
+// buildConfig is the whole sandbox as one libcontainer configuration. It is
+// a pure function of the run spec: it reads nothing and starts nothing.
+func buildConfig(s runSpec) (*configs.Config, error) {
+	const (
+		roBind = unix.MS_BIND | unix.MS_REC | unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV
+		tmpfs  = unix.MS_NOSUID | unix.MS_NODEV
+	)
+	c := &configs.Config{
+		Rootfs:            s.Root,
+		Readonlyfs:        true,
+		RootPropagation:   unix.MS_PRIVATE | unix.MS_REC,
+		ParentDeathSignal: int(unix.SIGKILL),
+		Hostname:          "kptr",
+		Capabilities:      &configs.Capabilities{},
+		NoNewPrivileges:   true,
+		NoNewKeyring:      true,
+		OomScoreAdj:       ptr(1000),
+		MaskPaths:         maskedPaths,
+		ReadonlyPaths:     readonlyPaths,
+		RootlessEUID:      !s.Feat.Root,
+		RootlessCgroups:   !s.Feat.Cgroups,
+		Umask:             ptr(uint32(0o022)),
+	}
+	ns := []configs.Namespace{
+		{Type: configs.NEWUSER}, {Type: configs.NEWNS}, {Type: configs.NEWPID},
+		{Type: configs.NEWIPC}, {Type: configs.NEWUTS},
+	}
+	if !s.Inv.Network {
+		ns = append(ns, configs.Namespace{Type: configs.NEWNET})
+		c.Networks = []*configs.Network{{Type: "loopback"}}
+	}
+	if s.Feat.CgroupNS {
+		ns = append(ns, configs.Namespace{Type: configs.NEWCGROUP})
+	}
+	c.Namespaces = configs.Namespaces(ns)
+
+	if s.Feat.Root {
+		c.UIDMappings = []configs.IDMap{{ContainerID: 0, HostID: rootHostIDBase, Size: rootHostIDSize}}
+		c.GIDMappings = []configs.IDMap{{ContainerID: 0, HostID: rootHostIDBase, Size: rootHostIDSize}}
+	} else {
+		if s.Proc.UID != 0 || s.Proc.GID != 0 {
+			return nil, fmt.Errorf("uid %d:%d is not mapped (only container root is, to uid %d)", s.Proc.UID, s.Proc.GID, s.Feat.UID)
+		}
+		c.UIDMappings = []configs.IDMap{{ContainerID: 0, HostID: int64(s.Feat.UID), Size: 1}}
+		c.GIDMappings = []configs.IDMap{{ContainerID: 0, HostID: int64(s.Feat.GID), Size: 1}}
+	}
+
+	// The image, read-only: every top-level directory and file bound from the
+	// cache into the run's own root (which holds only mount points and copies
+	// of top-level symlinks), so nothing ever writes into the cache.
+	for _, e := range s.Entries {
+		if skippedTop[e.Name] || e.Kind == entrySymlink {
+			continue
+		}
+		c.Mounts = append(c.Mounts, &configs.Mount{
+			Source: filepath.Join(s.Image, e.Name), Destination: "/" + e.Name,
+			Device: "bind", Flags: roBind,
+		})
+	}
+	if s.Feat.FreshProc {
+		c.Mounts = append(c.Mounts, &configs.Mount{Source: "proc", Destination: "/proc", Device: "proc",
+			Flags: unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC})
+	} else {
+		c.Mounts = append(c.Mounts, &configs.Mount{Source: "/proc", Destination: "/proc", Device: "bind",
+			Flags: unix.MS_BIND | unix.MS_REC | unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC})
+	}
+	c.Mounts = append(c.Mounts,
+		&configs.Mount{Source: "tmpfs", Destination: "/dev", Device: "tmpfs",
+			Flags: unix.MS_NOSUID | unix.MS_STRICTATIME | unix.MS_NOEXEC, Data: "mode=755,size=64k"},
+		&configs.Mount{Source: "tmpfs", Destination: "/tmp", Device: "tmpfs", Flags: tmpfs,
+			Data: fmt.Sprintf("mode=1777,size=%d", tmpSize(s.Limits))},
+	)
+	if s.HomeMount {
+		c.Mounts = append(c.Mounts, &configs.Mount{Source: "tmpfs", Destination: s.Proc.Home, Device: "tmpfs", Flags: tmpfs,
+			Data: fmt.Sprintf("mode=755,uid=%d,gid=%d,size=%d", s.Proc.UID, s.Proc.GID, tmpSize(s.Limits))})
+	}
+	if s.Inv.Network && s.ResolvConf {
+		c.Mounts = append(c.Mounts, &configs.Mount{Source: "/etc/resolv.conf", Destination: "/etc/resolv.conf",
+			Device: "bind", Flags: roBind})
+	}
+	for _, m := range s.Inv.Mounts {
+		if !filepath.IsAbs(m.Source) || !path.IsAbs(m.Target) {
+			return nil, fmt.Errorf("mount %s:%s: source and target must be absolute", m.Source, m.Target)
+		}
+		t := path.Clean(m.Target)
+		if t == "/" || strings.HasPrefix(t, "/proc") || strings.HasPrefix(t, "/dev") {
+			return nil, fmt.Errorf("mount target %s is not allowed", m.Target)
+		}
+		flags := unix.MS_BIND | unix.MS_REC | unix.MS_NOSUID | unix.MS_NODEV
+		if m.ReadOnly {
+			flags |= unix.MS_RDONLY
+		}
+		c.Mounts = append(c.Mounts, &configs.Mount{Source: m.Source, Destination: t, Device: "bind", Flags: flags})
+	}
+	for _, d := range specconv.AllowedDevices {
+		if minimalDevices[d.Path] {
+			c.Devices = append(c.Devices, d)
+		}
+	}
+
+	c.Rlimits = append(c.Rlimits, configs.Rlimit{Type: unix.RLIMIT_CORE})
+	if s.Limits.Pids > 0 {
+		c.Rlimits = append(c.Rlimits, lowered(s.Feat, unix.RLIMIT_NPROC, uint64(s.Limits.Pids)))
+	}
+	if s.Limits.NoFile > 0 {
+		c.Rlimits = append(c.Rlimits, lowered(s.Feat, unix.RLIMIT_NOFILE, s.Limits.NoFile))
+	}
+
+	// Device rules: the four nodes of /dev (in a user namespace mknod is
+	// refused anyway, the rules matter where cgroups are enforced).
+	res := &cgroups.Resources{}
+	for _, d := range c.Devices {
+		r := d.Rule
+		res.Devices = append(res.Devices, &r)
+	}
+	if s.Feat.Cgroups {
+		if s.Limits.Memory > 0 {
+			res.Memory = s.Limits.Memory
+			res.MemorySwap = s.Limits.Memory
+		}
+		if s.Limits.Pids > 0 {
+			res.PidsLimit = ptr(s.Limits.Pids)
+		}
+	}
+	c.Cgroups = &cgroups.Cgroup{Name: s.ID, Parent: "kptr", Rootless: !s.Feat.Cgroups, Resources: res}
+	if s.Feat.Seccomp {
+		c.Seccomp = defaultSeccomp()
+	}
+	return c, nil
+}
+
+// lowered returns an rlimit of want, never above the current hard limit:
+// without CAP_SYS_RESOURCE a limit can only go down.
+func lowered(f Features, typ int, want uint64) configs.Rlimit {
+	if hard, ok := f.HardLimits[typ]; ok && hard < want {
+		want = hard
+	}
+	return configs.Rlimit{Type: typ, Soft: want, Hard: want}
+}
+
+func tmpSize(l Limits) int64 {
+	if l.TmpSize > 0 {
+		return l.TmpSize
+	}
+	return DefaultLimits.TmpSize
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,472 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/opencontainers/runc/libcontainer"
+	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
+
+	"github.com/kptr-dev/kptr/cache"
+)
+
+// DefaultTimeout is kpt's per-function time limit.
+const DefaultTimeout = 5 * time.Minute
+
+// DefaultMaxOutput caps stdout and stderr of one run, each.
+const DefaultMaxOutput = 256 << 20
+
+// Sandbox runs bundles in rootless libcontainer sandboxes. It is safe for
+// concurrent use; every run gets its own namespaces, root directory and
+// container state, removed when the run ends.
+type Sandbox struct {
+	stateDir  string
+	timeout   time.Duration
+	maxOutput int64
+	limits    Limits
+	log       *slog.Logger
+	feat      Features
+	probes    []ProbeResult
+	probed    bool
+
+	seq     atomic.Uint64
+	entries sync.Map // rootfs path → []entry (a cached rootfs never changes)
+}
+
+// Option configures a Sandbox.
+type Option func(*Sandbox)
+
+// WithStateDir sets where run state and per-run root directories live
+// (default $XDG_RUNTIME_DIR/kptr, else $TMPDIR/kptr-<uid>).
+func WithStateDir(dir string) Option { return func(s *Sandbox) { s.stateDir = dir } }
+
+// WithTimeout sets the default time limit of a run (default 5m).
+func WithTimeout(d time.Duration) Option { return func(s *Sandbox) { s.timeout = d } }
+
+// WithMaxOutput caps stdout and stderr of a run, each, in bytes.
+func WithMaxOutput(n int64) Option { return func(s *Sandbox) { s.maxOutput = n } }
+
+// WithLimits replaces DefaultLimits.
+func WithLimits(l Limits) Option { return func(s *Sandbox) { s.limits = l } }
+
+// WithLogger sets the logger (default: discard).
+func WithLogger(l *slog.Logger) Option { return func(s *Sandbox) { s.log = l } }
+
+// WithFeatures skips probing and uses f (tests, or a caller that probed).
+func WithFeatures(f Features) Option {
+	return func(s *Sandbox) { s.feat, s.probed = f, true }
+}
+
+// New probes the environment and returns a Sandbox, or a *ProbeError naming
+// the prerequisite that is missing (kptr doctor explains how to fix it).
+func New(opts ...Option) (*Sandbox, error) {
+	s := &Sandbox{timeout: DefaultTimeout, maxOutput: DefaultMaxOutput, limits: DefaultLimits}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if !s.log.Enabled(context.Background(), slog.LevelDebug) {
+		logrus.SetLevel(logrus.ErrorLevel)
+	}
+	if !s.probed {
+		s.probes, s.feat = Probe()
+		if err := Required(s.probes); err != nil {
+			return nil, err
+		}
+		for _, p := range s.probes {
+			if p.Status == StatusDegraded && p.Name == "cgroups" && s.limits.Memory > 0 {
+				s.log.Debug("sandbox: memory limit not enforced", "reason", p.Detail)
+			}
+		}
+	}
+	if s.stateDir == "" {
+		s.stateDir = defaultStateDir()
+	}
+	if err := ensurePrivateDir(s.stateDir); err != nil {
+		return nil, fmt.Errorf("sandbox state dir: %w", err)
+	}
+	return s, nil
+}
+
+// Features returns what the sandbox adapted to.
+func (s *Sandbox) Features() Features { return s.feat }
+
+// Probes returns the probe results New acted on (nil with WithFeatures).
+func (s *Sandbox) Probes() []ProbeResult { return s.probes }
+
+func defaultStateDir() string {
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" && unix.Access(d, unix.W_OK|unix.X_OK) == nil {
+		return filepath.Join(d, "kptr")
+	}
+	return filepath.Join(os.TempDir(), "kptr-run-"+strconv.Itoa(os.Geteuid()))
+}
+
+// ensurePrivateDir creates dir (mode 0711: the sandbox's mapped uid must
+// traverse it, nobody may list it) and refuses a directory someone else owns
+// or a symlink, as a shared /tmp would allow.
+func ensurePrivateDir(dir string) error {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return err
+	}
+	if err := os.Mkdir(dir, 0o711); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("%s is not a directory owned by uid %d", dir, os.Geteuid())
+	}
+	return os.Chmod(dir, 0o711)
+}
+
+// RunError says which image could not be run and why. Runs that ended in a
+// limit (timeout, output cap) are RunErrors too.
+type RunError struct {
+	Image string
+	Err   error
+}
+
+func (e *RunError) Error() string { return e.Image + ": " + e.Err.Error() }
+func (e *RunError) Unwrap() error { return e.Err }
+
+// ErrTimeout and ErrOutputLimit are the limits a run can be killed by.
+var (
+	ErrTimeout     = errors.New("timed out")
+	ErrOutputLimit = errors.New("output limit exceeded")
+)
+
+// Run runs b's entrypoint in a fresh sandbox with inv.Stdin as its stdin.
+func (s *Sandbox) Run(ctx context.Context, b cache.Bundle, inv Invocation) (Result, error) {
+	start := time.Now()
+	res, err := s.run(ctx, b, inv)
+	res.Duration = time.Since(start)
+	if err != nil {
+		name := b.Ref
+		if name == "" {
+			name = b.Rootfs
+		}
+		return res, &RunError{Image: name, Err: err}
+	}
+	return res, nil
+}
+
+func (s *Sandbox) run(ctx context.Context, b cache.Bundle, inv Invocation) (Result, error) {
+	if b.Rootfs == "" {
+		return Result{}, errors.New("bundle has no root filesystem (exec functions run on the host runner)")
+	}
+	proc, err := resolveProcess(b.Rootfs, b.Config, inv, s.feat.Root)
+	if err != nil {
+		return Result{}, err
+	}
+	entries, err := s.topEntries(b.Rootfs)
+	if err != nil {
+		return Result{}, err
+	}
+	id := fmt.Sprintf("kptr-%d-%d", os.Getpid(), s.seq.Add(1))
+	spec := runSpec{
+		ID: id, Root: filepath.Join(s.stateDir, id+".root"), Image: b.Rootfs, Entries: entries,
+		Proc: proc, Inv: inv, Limits: s.limits, Feat: s.feat,
+	}
+	spec.HomeMount = homeMountable(b.Rootfs, proc.Home, entries)
+	if fi, err := statIn(b.Rootfs, "/etc/resolv.conf"); err == nil && fi.Mode().IsRegular() {
+		spec.ResolvConf = true
+	}
+	cfg, err := buildConfig(spec)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := makeRoot(spec.Root, entries); err != nil {
+		return Result{}, fmt.Errorf("prepare root: %w", err)
+	}
+	defer os.RemoveAll(spec.Root)
+
+	c, err := libcontainer.Create(s.stateDir, id, cfg)
+	if err != nil {
+		return Result{}, fmt.Errorf("create sandbox: %w", err)
+	}
+	defer func() {
+		if err := c.Destroy(); err != nil {
+			s.log.Warn("sandbox: destroy", "id", id, "err", err)
+		}
+	}()
+
+	timeout := inv.Timeout
+	if timeout <= 0 {
+		timeout = s.timeout
+	}
+	maxOut := inv.MaxOutput
+	if maxOut <= 0 {
+		maxOut = s.maxOutput
+	}
+	sio, err := newStdio(inv.Stdin, maxOut)
+	if err != nil {
+		return Result{}, err
+	}
+	defer sio.close()
+	p := &libcontainer.Process{
+		Args: proc.Args, Env: proc.Env, Cwd: proc.Cwd, UID: proc.UID, GID: proc.GID,
+		Stdin: sio.childIn, Stdout: sio.childOut, Stderr: sio.childErr, Init: true,
+	}
+	if err := c.Run(p); err != nil {
+		sio.closeChild()
+		return Result{}, fmt.Errorf("start: %w", unwrapStart(err))
+	}
+	sio.closeChild()
+	sio.start()
+	return wait(ctx, timeout, sio, p.Wait, func() { _ = c.Signal(unix.SIGKILL) })
+}
+
+// wait waits for the process, enforcing the timeout, the context and the
+// output caps by calling kill (which ends every process of the run).
+func wait(ctx context.Context, timeout time.Duration, sio *stdio, waitFn func() (*os.ProcessState, error), kill func()) (Result, error) {
+	done := make(chan struct{})
+	var (
+		ps   *os.ProcessState
+		werr error
+	)
+	go func() { ps, werr = waitFn(); close(done) }()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var cause error
+	select {
+	case <-done:
+	case <-timer.C:
+		cause = fmt.Errorf("%w after %s", ErrTimeout, timeout)
+	case <-ctx.Done():
+		cause = ctx.Err()
+	case <-sio.overflow:
+		cause = fmt.Errorf("%w: more than %d bytes on %s", ErrOutputLimit, sio.max, sio.overflowName())
+	}
+	if cause != nil {
+		kill()
+		<-done
+	}
+	sio.finish()
+	res := Result{Stdout: sio.out.Bytes(), Stderr: sio.err.Bytes()}
+	if cause == nil && sio.overflowName() != "" {
+		cause = fmt.Errorf("%w: more than %d bytes on %s", ErrOutputLimit, sio.max, sio.overflowName())
+	}
+	if cause != nil {
+		res.ExitCode = -1
+		return res, cause
+	}
+	if ps == nil {
+		return res, fmt.Errorf("wait: %w", werr)
+	}
+	if ws, ok := ps.Sys().(unix.WaitStatus); ok && ws.Signaled() {
+		res.ExitCode = 128 + int(ws.Signal())
+		return res, nil
+	}
+	res.ExitCode = ps.ExitCode()
+	return res, nil
+}
+
+// unwrapStart shortens libcontainer's nested start errors to their cause.
+func unwrapStart(err error) error {
+	msg := err.Error()
+	if i := strings.LastIndex(msg, "exec: "); i >= 0 {
+		return errors.New(msg[i:])
+	}
+	return err
+}
+
+// topEntries lists the top level of a cached rootfs once per rootfs.
+func (s *Sandbox) topEntries(rootfs string) ([]entry, error) {
+	if v, ok := s.entries.Load(rootfs); ok {
+		return v.([]entry), nil
+	}
+	des, err := os.ReadDir(rootfs)
+	if err != nil {
+		return nil, fmt.Errorf("read rootfs: %w", err)
+	}
+	var out []entry
+	for _, de := range des {
+		e := entry{Name: de.Name()}
+		switch t := de.Type(); {
+		case t.IsDir():
+			e.Kind = entryDir
+		case t&os.ModeSymlink != 0:
+			e.Kind = entrySymlink
+			if e.Target, err = os.Readlink(filepath.Join(rootfs, e.Name)); err != nil {
+				return nil, err
+			}
+		case t.IsRegular():
+			e.Kind = entryFile
+		default:
+			continue // sockets, fifos, devices: never bound
+		}
+		out = append(out, e)
+	}
+	s.entries.Store(rootfs, out)
+	return out, nil
+}
+
+// makeRoot creates a run's root directory: mount points for the image's
+// top-level directories and files, copies of its top-level symlinks, and
+// /proc, /dev and /tmp.
+func makeRoot(root string, entries []entry) error {
+	if err := os.Mkdir(root, 0o755); err != nil {
+		return err
+	}
+	for _, d := range []string{"proc", "dev", "tmp"} {
+		if err := os.Mkdir(filepath.Join(root, d), 0o755); err != nil {
+			return err
+		}
+	}
+	for _, e := range entries {
+		if skippedTop[e.Name] {
+			continue
+		}
+		p := filepath.Join(root, e.Name)
+		var err error
+		switch e.Kind {
+		case entryDir:
+			err = os.Mkdir(p, 0o755)
+		case entryFile:
+			var f *os.File
+			if f, err = os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644); err == nil {
+				err = f.Close()
+			}
+		case entrySymlink:
+			err = os.Symlink(e.Target, p)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return os.Chmod(root, 0o755)
+}
+
+// homeMountable: $HOME gets its own tmpfs when it is an existing directory of
+// the image below a bound top-level directory (never /, /tmp, /proc, /dev).
+func homeMountable(rootfs, home string, entries []entry) bool {
+	home = path.Clean(home)
+	if home == "/" {
+		return false
+	}
+	top := strings.SplitN(strings.TrimPrefix(home, "/"), "/", 2)[0]
+	if skippedTop[top] {
+		return false
+	}
+	for _, e := range entries {
+		if e.Name == top && e.Kind == entryDir {
+			fi, err := os.Lstat(filepath.Join(rootfs, home))
+			return err == nil && fi.IsDir()
+		}
+	}
+	return false
+}
+
+// stdio is a run's three pipes. The output side collects up to max bytes
+// of each stream and signals overflow instead of blocking the function.
+type stdio struct {
+	childIn, childOut, childErr *os.File
+	in, outR, errR              *os.File
+	src                         io.Reader
+	max                         int64
+	out, err                    capBuffer
+	overflow                    chan struct{}
+	overOnce                    sync.Once
+	overWhich                   atomic.Value
+	readers                     sync.WaitGroup
+}
+
+func newStdio(src io.Reader, max int64) (*stdio, error) {
+	s := &stdio{src: src, max: max, overflow: make(chan struct{})}
+	var err error
+	if s.childIn, s.in, err = os.Pipe(); err != nil {
+		return nil, err
+	}
+	if s.outR, s.childOut, err = os.Pipe(); err != nil {
+		s.close()
+		return nil, err
+	}
+	if s.errR, s.childErr, err = os.Pipe(); err != nil {
+		s.close()
+		return nil, err
+	}
+	s.out.max, s.err.max = max, max
+	return s, nil
+}
+
+func (s *stdio) start() {
+	go func() {
+		if s.src != nil {
+			_, _ = io.Copy(s.in, s.src) // EPIPE when the function does not read: fine
+		}
+		s.in.Close()
+	}()
+	s.readers.Add(2)
+	go s.drain(s.outR, &s.out, "stdout")
+	go s.drain(s.errR, &s.err, "stderr")
+}
+
+func (s *stdio) drain(r *os.File, b *capBuffer, name string) {
+	defer s.readers.Done()
+	if _, err := io.Copy(b, r); errors.Is(err, errCapped) {
+		s.overWhich.CompareAndSwap(nil, name)
+		s.overOnce.Do(func() { close(s.overflow) })
+	}
+	r.Close() // a writer still alive now gets EPIPE instead of blocking
+}
+
+func (s *stdio) overflowName() string {
+	v, _ := s.overWhich.Load().(string)
+	return v
+}
+
+// finish waits for both output streams to end: every process that held
+// them is dead once the run's init is (its pid namespace is torn down).
+func (s *stdio) finish() { s.readers.Wait() }
+
+func (s *stdio) closeChild() {
+	for _, f := range []*os.File{s.childIn, s.childOut, s.childErr} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+func (s *stdio) close() {
+	s.closeChild()
+	for _, f := range []*os.File{s.in, s.outR, s.errR} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+var errCapped = errors.New("capped")
+
+// capBuffer keeps at most max bytes and then fails.
+type capBuffer struct {
+	buf []byte
+	max int64
+}
+
+func (b *capBuffer) Write(p []byte) (int, error) {
+	if room := b.max - int64(len(b.buf)); int64(len(p)) > room {
+		b.buf = append(b.buf, p[:max(room, 0)]...)
+		return int(max(room, 0)), errCapped
+	}
+	b.buf = append(b.buf, p...)
+	return len(p), nil
+}
+
+func (b *capBuffer) Bytes() []byte { return b.buf }
