@@ -1,3 +1,26 @@
-// Package pipeline renders kpt packages with kpt's semantics: Kptfile,
-// package tree, ResourceList per function, results and output.
+// Package pipeline renders kpt packages with kpt v1.0.0-beta.67's semantics
+// (KPT-SEMANTICS.md): it reads a package tree, runs each Kptfile's mutators
+// and validators (subpackages first, or top-down under
+// kpt.dev/bfs-rendering), one ResourceList per function call, and writes the
+// result back in place, to stdout, to a directory, or returns it in memory.
+//
+// Functions are reached through two small interfaces: a Resolver turns an
+// image name into a runnable cache.Bundle and a Runner runs it. The package
+// never talks to a registry or a sandbox itself, so it is tested with an
+// in-memory resolver and a plain exec runner.
+//
+// Guarantees:
+//   - In-place writes are atomic per render: every changed file is staged
+//     next to the package, a journal is committed with one rename, and only
+//     then are files renamed into place. A process killed before the commit
+//     leaves the package untouched; one killed after it is rolled forward by
+//     the next Render, Eval or Recover on that package.
+//   - A failed render changes only what kpt changes: the root Kptfile's
+//     status, or the partial result under kpt.dev/save-on-render-failure.
+//   - Kptfile and input errors surface before any image is resolved; an
+//     image is resolved only when its function's turn comes.
+//   - Function output is never trusted: paths outside the package, duplicate
+//     (path, index) pairs and non-KRM output fail the render.
+//
+// Render and Eval are safe to call concurrently on different packages.
 package pipeline

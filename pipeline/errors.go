@@ -1,0 +1,126 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	kptv1 "github.com/kptr-dev/kptr/pipeline/kptfile/v1"
+)
+
+// Error is a failed render or eval. Error() is a one-line summary naming the
+// package, the function and the cause; Message() is what kpt prints on
+// stderr for it ("" when the transcript already showed the failure).
+type Error struct {
+	// Pkg is the package (relative to the root) and Function the function
+	// (image or exec) involved, when known.
+	Pkg, Function string
+	err           error
+	summary       string
+}
+
+func (e *Error) Error() string { return e.summary }
+func (e *Error) Unwrap() error { return e.err }
+
+// ExitCode is 1 for every kpt error.
+func (e *Error) ExitCode() int { return 1 }
+
+// Message is kpt's CLI rendering of the error, without the trailing " \n".
+func (e *Error) Message() string { return cliMessage(e.err) }
+
+// kerr mirrors kpt's errors.Error: an operation, a package and a cause,
+// formatted the way kpt's render status shows them.
+type kerr struct {
+	op, path string
+	err      error
+}
+
+func (e *kerr) Error() string {
+	var b strings.Builder
+	pad := func(s string) {
+		if b.Len() > 0 {
+			b.WriteString(s)
+		}
+	}
+	if e.op != "" {
+		b.WriteString(e.op)
+	}
+	if e.path != "" {
+		pad(": ")
+		b.WriteString("pkg " + e.path)
+	}
+	if e.err != nil {
+		var inner *kerr
+		if errors.As(e.err, &inner) {
+			pad(":\n\t")
+		} else {
+			pad(": ")
+		}
+		b.WriteString(e.err.Error())
+	}
+	return b.String()
+}
+
+func (e *kerr) Unwrap() error { return e.err }
+
+// wrap is kpt's errors.E: a nested error for the same package drops its path.
+func wrap(op, path string, err error) error {
+	if inner, ok := err.(*kerr); ok && inner.path == path {
+		cp := *inner
+		cp.path = ""
+		err = &cp
+	}
+	return &kerr{op: op, path: path, err: err}
+}
+
+// errHandled: the transcript already shows this failure (a function exited non-zero).
+var errHandled = errors.New("already handled error")
+
+// execError is a function that ran and failed, or could not run (exit 125).
+type execError struct {
+	exitCode int
+	stderr   string
+}
+
+func (e *execError) Error() string {
+	return fmt.Sprintf("exit code %d", e.exitCode)
+}
+
+// cliMessage renders err as kpt's CLI does (its error resolvers, else the
+// innermost cause).
+func cliMessage(err error) string {
+	var ke *kptv1.KptfileError
+	var dep *kptv1.DeprecatedKptfileError
+	var ve *kptv1.ValidateError
+	var nk *noKptfileError
+	switch {
+	case errors.Is(err, errHandled):
+		return ""
+	case errors.As(err, &nk):
+		return fmt.Sprintf("Error: No Kptfile found at %q.", nk.path)
+	case errors.As(err, &dep) && errors.As(err, &ke):
+		return fmt.Sprintf("Error: Kptfile at %q has an old version (%q) of the Kptfile schema.\n"+
+			"Please update the package to the latest format by following https://kpt.dev/installation/migration.", ke.Path, dep.Version)
+	case errors.As(err, &ke):
+		msg := fmt.Sprintf("Error: Kptfile at %q can't be read.", ke.Path)
+		if d := ke.Err.Error(); d != "" {
+			msg += "\n\nDetails:\n" + d
+		}
+		return msg
+	case errors.As(err, &ve):
+		return ve.Error()
+	}
+	// innermost cause below kpt's wrapping
+	for {
+		ke, ok := err.(*kerr)
+		if !ok || ke.err == nil {
+			break
+		}
+		err = ke.err
+	}
+	return "Error: " + err.Error()
+}
+
+type noKptfileError struct{ path string }
+
+func (e *noKptfileError) Error() string { return fmt.Sprintf("No Kptfile found at %q.", e.path) }

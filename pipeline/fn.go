@@ -1,0 +1,389 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/Masterminds/semver/v3"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/kptr-dev/kptr/cache"
+	kptv1 "github.com/kptr-dev/kptr/pipeline/kptfile/v1"
+	"github.com/kptr-dev/kptr/runtime"
+	"sigs.k8s.io/kustomize/kyaml/fn/framework"
+	"sigs.k8s.io/kustomize/kyaml/fn/runtime/runtimeutil"
+	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+var errAllowExec = errors.New("must run with `--allow-exec` option to allow running function binaries")
+
+// fnStep is a prepared function: its name resolved, nothing fetched yet.
+type fnStep struct {
+	fn    kptv1.Function
+	image string // full reference, "" for exec
+	exec  string // the exec command line as written
+	argv  []string
+}
+
+func (s *fnStep) name() string {
+	if s.image != "" {
+		return s.image
+	}
+	return s.exec
+}
+
+// ImageName applies kpt's naming rules: a name without '/' gets prefix;
+// render (not eval) appends ":latest" when there is neither tag nor digest.
+func ImageName(image, prefix string, latest bool) string {
+	if prefix == "" {
+		prefix = DefaultImagePrefix
+	}
+	if !strings.Contains(image, "/") {
+		if !strings.HasSuffix(prefix, "/") {
+			prefix += "/"
+		}
+		image = prefix + image
+	}
+	if latest && !hasTagOrDigest(image) {
+		image += ":latest"
+	}
+	return image
+}
+
+func hasTagOrDigest(image string) bool {
+	if strings.Contains(image, "@") {
+		return true
+	}
+	return strings.Contains(image[strings.LastIndex(image, "/")+1:], ":")
+}
+
+func stripTag(image string) string {
+	if i := strings.Index(image, "@"); i >= 0 {
+		image = image[:i]
+	}
+	slash := strings.LastIndex(image, "/")
+	if i := strings.LastIndex(image, ":"); i > slash {
+		image = image[:i]
+	}
+	return image
+}
+
+// resolveImage computes the reference render or eval runs for f.
+func resolveImage(ctx context.Context, f kptv1.Function, opts *Options, latest bool) (string, error) {
+	if f.Tag == "" {
+		return ImageName(f.Image, opts.ImagePrefix, latest), nil
+	}
+	repo := stripTag(ImageName(f.Image, opts.ImagePrefix, false))
+	if _, err := semver.NewVersion(f.Tag); err == nil {
+		return repo + ":" + f.Tag, nil
+	}
+	if _, err := semver.NewConstraint(f.Tag); err == nil {
+		cr, ok := opts.Resolver.(ConstraintResolver)
+		if !ok {
+			return "", fmt.Errorf("function %q: tag constraint %q needs a resolver that lists tags", f.Image, f.Tag)
+		}
+		ref, err := cr.ResolveConstraint(ctx, repo, f.Tag)
+		if err != nil {
+			return "", fmt.Errorf("function %q: resolving tag %q: %w", f.Image, f.Tag, err)
+		}
+		return ref, nil
+	}
+	if !kptv1.ValidTag(f.Tag) {
+		return "", fmt.Errorf("function %q: tag %q is neither a semver version, a semver constraint nor a valid tag", f.Image, f.Tag)
+	}
+	return repo + ":" + f.Tag, nil
+}
+
+// prepare resolves names, tags and permissions of fns without fetching anything.
+func prepare(ctx context.Context, fns []kptv1.Function, opts *Options, latest bool) ([]*fnStep, int, error) {
+	var steps []*fnStep
+	for i, f := range fns {
+		st := &fnStep{fn: f}
+		switch {
+		case f.Exec != "":
+			st.exec = f.Exec
+			if !opts.AllowExec {
+				return steps, i, errAllowExec
+			}
+			argv, err := splitShell(f.Exec)
+			if err != nil || len(argv) == 0 {
+				return steps, i, fmt.Errorf("exec command %q must be valid: %v", f.Exec, err)
+			}
+			st.argv = argv
+		case f.Image != "":
+			img, err := resolveImage(ctx, f, opts, latest)
+			if err != nil {
+				return steps, i, err
+			}
+			st.image = img
+			if opts.AllowImage != nil {
+				if err := opts.AllowImage(img); err != nil {
+					return steps, i, err
+				}
+			}
+		default:
+			return steps, i, fmt.Errorf("must specify `exec` or `image` to execute a function")
+		}
+		steps = append(steps, st)
+	}
+	return steps, -1, nil
+}
+
+// fnRun is the record of one function call.
+type fnRun struct {
+	result  FnResult
+	results []*framework.Result
+}
+
+// runFunction runs st on input as kpt's FunctionRunner does: input must be
+// KRM; ids set so comments and field order are copied back; output path
+// invariants and KRM-ness enforced; results parsed.
+func (r *renderer) runFunction(st *fnStep, pn *pkgNode, input []*yaml.RNode, fnConfig *yaml.RNode, showCount bool) ([]*yaml.RNode, *FnResult, error) {
+	pr := r.pr
+	pr.printf("[RUNNING] %q", st.name())
+	if showCount {
+		pr.printf(" on %d resource(s)", len(input))
+	}
+	if pn != nil {
+		pr.printf(" on package %q", pn.display)
+	}
+	pr.printf("\n")
+	t0 := time.Now()
+	fr := &FnResult{Image: st.image, ExecPath: st.exec}
+	output, err := r.doFunction(st, pn, input, fnConfig, fr)
+	elapsed := time.Since(t0).Truncate(100 * time.Millisecond)
+	if err != nil {
+		pr.printf("[FAIL] %q in %v\n", st.name(), elapsed)
+		printResults(pr, fr.Results)
+		var ee *execError
+		if errors.As(err, &ee) {
+			printStderr(pr, ee.stderr)
+			pr.printf("  Exit code: %d\n\n", ee.exitCode)
+			return nil, fr, err
+		}
+		return nil, fr, err
+	}
+	pr.printf("[PASS] %q in %v\n", st.name(), elapsed)
+	printResults(pr, fr.Results)
+	printStderr(pr, fr.Stderr)
+	return output, fr, nil
+}
+
+func (r *renderer) doFunction(st *fnStep, pn *pkgNode, input []*yaml.RNode, fnConfig *yaml.RNode, fr *FnResult) ([]*yaml.RNode, error) {
+	if err := kptv1.AreKRM(input); err != nil {
+		return nil, fmt.Errorf("input resource list must contain only KRM resources: %s", err.Error())
+	}
+	var stderr []byte
+	filter := &runtimeutil.FunctionFilter{
+		FunctionConfig: fnConfig,
+		GlobalScope:    true,
+		Run: func(in io.Reader, out io.Writer) error {
+			res, err := r.invoke(st, in)
+			stderr = res.Stderr
+			if err != nil {
+				stderr = []byte(err.Error() + "\n")
+				return &execError{exitCode: 125, stderr: string(stderr)}
+			}
+			if _, werr := out.Write(res.Stdout); werr != nil {
+				return werr
+			}
+			if res.ExitCode != 0 {
+				return &execError{exitCode: res.ExitCode, stderr: string(res.Stderr)}
+			}
+			return nil
+		},
+	}
+	output, err := filter.Filter(input)
+	fr.Stderr = string(stderr)
+	var ee *execError
+	if err != nil && !errors.As(err, &ee) {
+		// the function's output could not be parsed
+		r.results.ExitCode = 1
+		fr.ExitCode = 1
+		r.results.Items = append(r.results.Items, *fr)
+		return nil, err
+	}
+	if pn != nil {
+		for _, n := range output {
+			if pkgPathOf(n) == "" {
+				if e := n.PipeE(yaml.SetAnnotation(pkgPathAnnotation, pn.dir)); e != nil {
+					return nil, e
+				}
+			}
+		}
+	}
+	if perr := enforcePathInvariants(output); perr != nil {
+		return nil, perr
+	}
+	if kerr := kptv1.AreKRM(output); kerr != nil {
+		return nil, fmt.Errorf("output resource list must contain only KRM resources: %s", kerr.Error())
+	}
+	results, rerr := parseResults(filter.Results)
+	if rerr != nil {
+		return nil, rerr
+	}
+	fr.Results = results
+	if ee != nil {
+		fr.ExitCode = ee.exitCode
+		fr.Stderr = ee.stderr
+		r.results.ExitCode = 1
+		r.results.Items = append(r.results.Items, *fr)
+		return nil, ee
+	}
+	fr.ExitCode = 0
+	r.results.Items = append(r.results.Items, *fr)
+	return output, nil
+}
+
+// invoke resolves (images only) and runs the function with stdin in.
+func (r *renderer) invoke(st *fnStep, in io.Reader) (runtime.Result, error) {
+	inv := runtime.Invocation{
+		Stdin:         in,
+		Env:           r.opts.Env,
+		Network:       r.opts.AllowNetwork,
+		Mounts:        r.opts.Mounts,
+		AsCurrentUser: r.opts.AsCurrentUser,
+		Timeout:       r.opts.Timeout,
+		MaxOutput:     r.opts.MaxOutput,
+	}
+	if st.image == "" {
+		bin := st.argv[0]
+		if !strings.Contains(bin, "/") {
+			p, err := exec.LookPath(bin)
+			if err != nil {
+				return runtime.Result{}, err
+			}
+			bin = p
+		} else if abs, err := filepath.Abs(bin); err == nil {
+			bin = abs
+		}
+		b := cache.Bundle{Ref: st.exec, Config: v1.Config{Entrypoint: []string{bin}, Cmd: st.argv[1:]}}
+		runner := r.opts.ExecRunner
+		if runner == nil {
+			runner = hostExec{}
+		}
+		return runner.Run(r.ctx, b, inv)
+	}
+	if r.opts.Resolver == nil || r.opts.Runner == nil {
+		return runtime.Result{}, fmt.Errorf("no image resolver or runner configured for %s", st.image)
+	}
+	b, err := r.opts.Resolver.Resolve(r.ctx, st.image)
+	if err != nil {
+		return runtime.Result{}, err
+	}
+	return r.opts.Runner.Run(r.ctx, b, inv)
+}
+
+// enforcePathInvariants rejects output outside the package and duplicate
+// (path, index) pairs within a package.
+func enforcePathInvariants(nodes []*yaml.RNode) error {
+	seen := map[string]map[string]map[string]bool{}
+	for _, n := range nodes {
+		pkg := pkgPathOf(n)
+		if seen[pkg] == nil {
+			seen[pkg] = map[string]map[string]bool{}
+		}
+		p, idx, err := kioutil.GetFileAnnotations(n)
+		if err != nil {
+			return err
+		}
+		fp := path.Clean(p)
+		if strings.HasPrefix(fp, "../") || fp == ".." || path.IsAbs(fp) {
+			return fmt.Errorf("function must not modify resources outside of package: resource has path %s", p)
+		}
+		if seen[pkg][fp] == nil {
+			seen[pkg][fp] = map[string]bool{}
+		}
+		if seen[pkg][fp][idx] {
+			return fmt.Errorf("resource at path %q and index %q already exists", fp, idx)
+		}
+		seen[pkg][fp][idx] = true
+	}
+	return nil
+}
+
+// newConfigMap is kpt's functionConfig for `configMap:` (and eval's -- k=v).
+func newConfigMap(data map[string]string) (*yaml.RNode, error) {
+	node := yaml.NewMapRNode(nil)
+	if err := node.PipeE(yaml.SetField("apiVersion", yaml.NewScalarRNode("v1"))); err != nil {
+		return nil, err
+	}
+	if err := node.PipeE(yaml.SetField("kind", yaml.NewScalarRNode("ConfigMap"))); err != nil {
+		return nil, err
+	}
+	if err := node.PipeE(yaml.SetK8sName("function-input")); err != nil {
+		return nil, err
+	}
+	if len(data) > 0 {
+		if err := node.LoadMapIntoConfigMapData(data); err != nil {
+			return nil, err
+		}
+	}
+	return node, nil
+}
+
+// splitShell splits a command line shell-style: quotes and backslashes, no expansion.
+func splitShell(s string) ([]string, error) {
+	var args []string
+	var cur bytes.Buffer
+	inArg, sq, dq := false, false, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case sq:
+			if c == '\'' {
+				sq = false
+			} else {
+				cur.WriteByte(c)
+			}
+		case dq:
+			switch c {
+			case '"':
+				dq = false
+			case '\\':
+				if i+1 < len(s) && strings.ContainsRune("\"\\$`", rune(s[i+1])) {
+					i++
+					cur.WriteByte(s[i])
+				} else {
+					cur.WriteByte(c)
+				}
+			default:
+				cur.WriteByte(c)
+			}
+		case c == '\'':
+			sq, inArg = true, true
+		case c == '"':
+			dq, inArg = true, true
+		case c == '\\':
+			if i+1 < len(s) {
+				i++
+				cur.WriteByte(s[i])
+				inArg = true
+			}
+		case c == ' ' || c == '\t' || c == '\n':
+			if inArg {
+				args = append(args, cur.String())
+				cur.Reset()
+				inArg = false
+			}
+		default:
+			cur.WriteByte(c)
+			inArg = true
+		}
+	}
+	if sq || dq {
+		return nil, errors.New("unterminated quote")
+	}
+	if inArg {
+		args = append(args, cur.String())
+	}
+	return args, nil
+}

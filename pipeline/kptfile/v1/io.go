@@ -1,0 +1,280 @@
+package v1
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"sigs.k8s.io/kustomize/kyaml/kio"
+	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// KptfileError is a Kptfile that cannot be opened or decoded.
+type KptfileError struct {
+	// Path is the package directory (absolute); Display is how kpt shows it
+	// in a render status ("." or "./db").
+	Path, Display string
+	Err           error
+}
+
+func (e *KptfileError) Error() string {
+	d := e.Display
+	if d == "" {
+		d = e.Path
+	}
+	return fmt.Sprintf("error reading Kptfile at %q: %v", d, e.Err)
+}
+
+func (e *KptfileError) Unwrap() error { return e.Err }
+
+// DeprecatedKptfileError is a Kptfile of kpt.dev/v1alpha1 or v1alpha2.
+type DeprecatedKptfileError struct{ Version string }
+
+func (e *DeprecatedKptfileError) Error() string {
+	return fmt.Sprintf("old resource version %q found in Kptfile", e.Version)
+}
+
+// UnknownKptfileResourceError is a Kptfile of an unknown apiVersion or kind.
+type UnknownKptfileResourceError struct{ APIVersion, Kind string }
+
+func (e *UnknownKptfileResourceError) Error() string {
+	group, version := "", e.APIVersion
+	if i := strings.LastIndex(e.APIVersion, "/"); i >= 0 {
+		group, version = e.APIVersion[:i], e.APIVersion[i+1:]
+	}
+	return fmt.Sprintf("unknown resource type %q found in Kptfile", group+"/"+version+", Kind="+e.Kind)
+}
+
+// ValidateError is an invalid field of a Kptfile.
+type ValidateError struct {
+	Field, Value, Reason string
+}
+
+func (e *ValidateError) Error() string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "Kptfile is invalid:\nField: `%s`\n", e.Field)
+	if e.Value != "" {
+		fmt.Fprintf(&sb, "Value: %q\n", e.Value)
+	}
+	fmt.Fprintf(&sb, "Reason: %s\n", e.Reason)
+	return sb.String()
+}
+
+// Decode decodes a Kptfile strictly: the apiVersion must be kpt.dev/v1 and
+// every field must be known.
+func Decode(content []byte) (*KptFile, error) {
+	kf := &KptFile{}
+	if err := checkVersion(content); err != nil {
+		return kf, err
+	}
+	d := yaml.NewDecoder(bytes.NewReader(content))
+	d.KnownFields(true)
+	if err := d.Decode(kf); err != nil {
+		return kf, err
+	}
+	return kf, nil
+}
+
+func checkVersion(content []byte) error {
+	r, err := yaml.Parse(string(content))
+	if err != nil {
+		return err
+	}
+	m, err := r.GetMeta()
+	if err != nil {
+		return err
+	}
+	switch {
+	case m.APIVersion == KptFileAPIVersion && m.Kind == KptFileKind:
+		return nil
+	case m.Kind == KptFileKind && (m.APIVersion == "kpt.dev/v1alpha1" || m.APIVersion == "kpt.dev/v1alpha2"):
+		return &DeprecatedKptfileError{Version: strings.TrimPrefix(m.APIVersion, "kpt.dev/")}
+	default:
+		return &UnknownKptfileResourceError{APIVersion: m.APIVersion, Kind: m.Kind}
+	}
+}
+
+// Read reads and strictly decodes dir/Kptfile; display is the package path
+// as render statuses show it.
+func Read(dir, display string) (*KptFile, error) {
+	b, err := os.ReadFile(filepath.Join(dir, KptFileName))
+	if err != nil {
+		return nil, &KptfileError{Path: dir, Display: display, Err: err}
+	}
+	kf, err := Decode(b)
+	if err != nil {
+		return nil, &KptfileError{Path: dir, Display: display, Err: err}
+	}
+	return kf, nil
+}
+
+// Validate checks the pipeline as kpt does before rendering a package:
+// image or exec, configMap or configPath, and that a configPath names one
+// KRM resource with a name, relative to and inside pkgDir.
+func (kf *KptFile) Validate(pkgDir string) error {
+	if kf.Pipeline == nil {
+		return nil
+	}
+	for i := range kf.Pipeline.Mutators {
+		f := kf.Pipeline.Mutators[i]
+		if err := f.validate("mutators", i, pkgDir); err != nil {
+			return fmt.Errorf("invalid pipeline: function %q: %w", f.Image, err)
+		}
+	}
+	for i := range kf.Pipeline.Validators {
+		f := kf.Pipeline.Validators[i]
+		if err := f.validate("validators", i, pkgDir); err != nil {
+			return fmt.Errorf("invalid pipeline: function %q: %w", f.Image, err)
+		}
+	}
+	return nil
+}
+
+func (f *Function) validate(fnType string, idx int, pkgDir string) error {
+	field := fmt.Sprintf("pipeline.%s[%d]", fnType, idx)
+	if f.Image == "" && f.Exec == "" {
+		return &ValidateError{Field: field, Reason: "must specify a functon (`image` or `exec`) to execute"}
+	}
+	if f.Image != "" && f.Exec != "" {
+		return &ValidateError{Field: field, Reason: "must not specify both `image` and `exec` at the same time"}
+	}
+	if f.Image != "" {
+		if err := ValidateFunctionImageURL(f.Image); err != nil {
+			return &ValidateError{Field: field + ".image", Value: f.Image, Reason: err.Error()}
+		}
+	}
+	if len(f.ConfigMap) != 0 && f.ConfigPath != "" {
+		return &ValidateError{Field: field, Reason: "functionConfig must not specify both `configMap` and `configPath` at the same time"}
+	}
+	if f.ConfigPath != "" {
+		if err := validateConfigPathSyntax(f.ConfigPath); err != nil {
+			return &ValidateError{Field: field + ".configPath", Value: f.ConfigPath, Reason: err.Error()}
+		}
+		if _, err := ReadFunctionConfig(pkgDir, f.ConfigPath); err != nil {
+			return &ValidateError{Field: field + ".configPath", Value: f.ConfigPath, Reason: err.Error()}
+		}
+	}
+	return nil
+}
+
+var imageURLRegexp = func() *regexp.Regexp {
+	pathComponent := `(?:[a-z0-9](?:(?:[_.]|__|[-]*)[a-z0-9]+)*)`
+	domainComponent := `(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])`
+	domain := fmt.Sprintf(`%s(?:\.%s)*(?:\:[0-9]+)?`, domainComponent, domainComponent)
+	name := fmt.Sprintf(`(?:%s\/)?%s(?:\/%s)*`, domain, pathComponent, pathComponent)
+	tag := `(?:[\w][\w.-]{0,127})`
+	sha := `(sha256:[a-zA-Z0-9]{64})`
+	return regexp.MustCompile(fmt.Sprintf(`^(?:%s(?:(\:|@)(%s|%s))?)$`, name, tag, sha))
+}()
+
+// ValidateFunctionImageURL checks an image name against Docker's grammar.
+func ValidateFunctionImageURL(name string) error {
+	if !imageURLRegexp.MatchString(name) {
+		return fmt.Errorf("function name %q is invalid", name)
+	}
+	return nil
+}
+
+var tagRegexp = regexp.MustCompile(`^[\w][\w.-]{0,127}$`)
+
+// ValidTag reports whether s is a valid image tag.
+func ValidTag(s string) bool { return tagRegexp.MatchString(s) }
+
+func validateConfigPathSyntax(p string) error {
+	if strings.TrimSpace(p) == "" {
+		return fmt.Errorf("path must not be empty")
+	}
+	p = filepath.Clean(p)
+	if filepath.IsAbs(p) {
+		return fmt.Errorf("path must be relative")
+	}
+	if strings.Contains(p, "..") {
+		return fmt.Errorf("path must not be outside the package")
+	}
+	return nil
+}
+
+// ReadFunctionConfig reads pkgDir/configPath, which must hold exactly one
+// KRM resource with a name.
+func ReadFunctionConfig(pkgDir, configPath string) (*yaml.RNode, error) {
+	f, err := os.Open(filepath.Join(pkgDir, configPath))
+	if err != nil {
+		return nil, fmt.Errorf("failed to open functionConfig from path %q: %w", configPath, err)
+	}
+	defer f.Close()
+	nodes, err := (&kio.ByteReader{Reader: f, PreserveSeqIndent: true, WrapBareSeqNode: true, DisableUnwrapping: true}).Read()
+	if err != nil {
+		return nil, fmt.Errorf("failed to read functionConfig %q: %w", configPath, err)
+	}
+	if len(nodes) == 0 {
+		return nil, fmt.Errorf("functionConfig %q must contain a config", configPath)
+	}
+	if len(nodes) > 1 {
+		return nil, fmt.Errorf("functionConfig %q must not contain more than one config, got %d", configPath, len(nodes))
+	}
+	if err := IsKRM(nodes[0]); err != nil {
+		return nil, fmt.Errorf("functionConfig %q: %s", configPath, err.Error())
+	}
+	return nodes[0], nil
+}
+
+// AreKRM checks that every node is a KRM resource, naming the first file
+// that is not.
+func AreKRM(nodes []*yaml.RNode) error {
+	for _, n := range nodes {
+		if err := IsKRM(n); err != nil {
+			path, _, _ := kioutil.GetFileAnnotations(n)
+			return fmt.Errorf("%s: %s", path, err.Error())
+		}
+	}
+	return nil
+}
+
+var kustomizationFiles = map[string]bool{"kustomization.yaml": true, "kustomization.yml": true, "Kustomization": true}
+
+// IsKRM checks apiVersion, kind and metadata.name (kustomizations excepted).
+func IsKRM(n *yaml.RNode) error {
+	if isKustomization(n) {
+		return nil
+	}
+	meta, err := n.GetMeta()
+	if err != nil {
+		return fmt.Errorf("resource must have `apiVersion`, `kind`, and `name`")
+	}
+	if meta.APIVersion == "" {
+		return fmt.Errorf("resource must have `apiVersion`")
+	}
+	if meta.Kind == "" {
+		return fmt.Errorf("resource must have `kind`")
+	}
+	if meta.Name == "" {
+		return fmt.Errorf("resource must have `metadata.name`")
+	}
+	return nil
+}
+
+func isKustomization(n *yaml.RNode) bool {
+	if p, _, err := kioutil.GetFileAnnotations(n); err == nil && kustomizationFiles[filepath.Base(p)] {
+		return true
+	}
+	meta, err := n.GetMeta()
+	if err != nil {
+		return false
+	}
+	return strings.HasPrefix(meta.APIVersion, "kustomize.config.k8s.io") ||
+		(meta.APIVersion == "" && meta.Kind == "Kustomization")
+}
+
+// Marshal writes a Kptfile as kpt does, sequences in the given style
+// ("wide" or "compact").
+func Marshal(kf *KptFile, seqIndent string) ([]byte, error) {
+	style := yaml.CompactSequenceStyle
+	if seqIndent == string(yaml.WideSequenceStyle) {
+		style = yaml.WideSequenceStyle
+	}
+	return yaml.MarshalWithOptions(kf, &yaml.EncoderOptions{SeqIndent: style})
+}

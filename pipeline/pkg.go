@@ -1,0 +1,126 @@
+package pipeline
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+
+	kptv1 "github.com/kptr-dev/kptr/pipeline/kptfile/v1"
+	"sigs.k8s.io/kustomize/kyaml/kio"
+	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+const pkgPathAnnotation = "internal.config.kubernetes.io/package-path"
+
+// matchAllKRM are the files of a package that hold resources.
+var matchAllKRM = []string{kptv1.KptFileName, "*.yaml", "*.yml", "*.json"}
+
+// pkgNode is one package of the tree being rendered.
+type pkgNode struct {
+	dir     string // absolute, cleaned
+	rel     string // relative to the root package, "." for the root
+	display string // kpt's DisplayPath: root dir name, then "root/sub"
+	kf      *kptv1.KptFile
+	subs    []*pkgNode
+	subsOK  bool
+}
+
+// status is the package path as kpt's render status shows it.
+func (p *pkgNode) status() string {
+	if p.rel == "." {
+		return "."
+	}
+	return "./" + filepath.ToSlash(p.rel)
+}
+
+// loadKptfile reads and validates the package's Kptfile.
+func (p *pkgNode) loadKptfile() error {
+	kf, err := kptv1.Read(p.dir, p.status())
+	if err != nil {
+		return wrap("pkg.read", p.status(), err)
+	}
+	if err := kf.Validate(p.dir); err != nil {
+		return wrap("pkg.read", p.status(), err)
+	}
+	p.kf = kf
+	return nil
+}
+
+func (p *pkgNode) pipeline() *kptv1.Pipeline {
+	if p.kf == nil || p.kf.Pipeline == nil {
+		return &kptv1.Pipeline{}
+	}
+	return p.kf.Pipeline
+}
+
+// subpackages lists the direct subpackages (directories with a Kptfile not
+// nested in another subpackage), sorted by path; their Kptfiles are read.
+func (p *pkgNode) subpackages(root *pkgNode) ([]*pkgNode, error) {
+	if p.subsOK {
+		return p.subs, nil
+	}
+	var dirs []string
+	err := filepath.Walk(p.dir, func(path string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		if path == p.dir || !info.IsDir() {
+			return nil
+		}
+		if info.Name() == ".git" {
+			return filepath.SkipDir
+		}
+		if _, err := os.Stat(filepath.Join(path, kptv1.KptFileName)); err == nil {
+			dirs = append(dirs, path)
+			return filepath.SkipDir
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrap("pkg.Subpackages", p.status(), err)
+	}
+	var subs []*pkgNode
+	for _, d := range dirs {
+		rel, _ := filepath.Rel(root.dir, d)
+		sub := &pkgNode{dir: d, rel: rel, display: root.display + "/" + filepath.ToSlash(rel)}
+		kf, err := kptv1.Read(d, sub.status())
+		if err != nil {
+			return nil, wrap("pkg.Subpackages", sub.status(), err)
+		}
+		sub.kf = kf
+		subs = append(subs, sub)
+	}
+	sort.Slice(subs, func(i, j int) bool { return subs[i].display < subs[j].display })
+	p.subs, p.subsOK = subs, true
+	return subs, nil
+}
+
+// localResources reads the package's own files (not its subpackages'),
+// honouring .krmignore; the Kptfile comes last, as kpt orders it.
+func (p *pkgNode) localResources() ([]*yaml.RNode, error) {
+	nodes, err := kio.LocalPackageReader{
+		PackagePath:       p.dir,
+		PackageFileName:   kptv1.KptFileName,
+		MatchFilesGlob:    matchAllKRM,
+		PreserveSeqIndent: true,
+		SetAnnotations:    map[string]string{pkgPathAnnotation: p.dir},
+		WrapBareSeqNode:   true,
+	}.Read()
+	if err != nil {
+		return nil, wrap("pkg.readResources", p.status(), err)
+	}
+	var kf, rest []*yaml.RNode
+	for _, n := range nodes {
+		if path, _, _ := kioutil.GetFileAnnotations(n); path == kptv1.KptFileName {
+			kf = append(kf, n)
+		} else {
+			rest = append(rest, n)
+		}
+	}
+	return append(rest, kf...), nil
+}
+
+func pkgPathOf(n *yaml.RNode) string {
+	return n.GetAnnotations()[pkgPathAnnotation]
+}

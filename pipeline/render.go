@@ -1,0 +1,515 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	kptv1 "github.com/kptr-dev/kptr/pipeline/kptfile/v1"
+	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// renderer is the state of one Render.
+type renderer struct {
+	ctx     context.Context
+	opts    Options
+	pr      *printer
+	root    *pkgNode
+	results *ResultList
+
+	mutationSteps, validationSteps []kptv1.PipelineStepResult
+	failedStep                     *kptv1.PipelineStepResult
+	executed                       int
+	pkgs                           int
+	inputFiles                     map[string]bool // root-relative
+	latest                         map[*pkgNode][]*yaml.RNode
+}
+
+// Render renders the package at dir as `kpt fn render` does and writes the
+// result where opts.Output says (in place by default; OutputMemory writes
+// nothing at all, not even the Kptfile status). The returned Output holds
+// the rendered resources with root-relative path annotations. Errors are
+// *Error (exit code 1, Message() as kpt prints it).
+func Render(ctx context.Context, dir string, opts Options) (*Output, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, newError(err, "", "")
+	}
+	abs = filepath.Clean(abs)
+	if err := checkOutputDir(opts.Output); err != nil {
+		return nil, newError(err, "", "")
+	}
+	if opts.Output == OutputInPlace {
+		if err := Recover(abs); err != nil {
+			return nil, newError(err, ".", "")
+		}
+	}
+	r := &renderer{ctx: ctx, opts: opts, pr: &printer{w: opts.Stderr}, results: newResultList(),
+		inputFiles: map[string]bool{}, latest: map[*pkgNode][]*yaml.RNode{}}
+	if _, err := os.Stat(filepath.Join(abs, kptv1.KptFileName)); err != nil {
+		if os.IsNotExist(err) {
+			return nil, newError(wrap("fn.render", "", &noKptfileError{path: abs}), ".", "")
+		}
+	}
+	r.root = &pkgNode{dir: abs, rel: ".", display: filepath.Base(abs)}
+	if err := r.root.loadKptfile(); err != nil {
+		return nil, newError(wrap("fn.render", "", err), ".", "")
+	}
+	return r.render()
+}
+
+func (r *renderer) render() (*Output, error) {
+	var out []*yaml.RNode
+	var err error
+	if r.root.kf.Annotations[kptv1.BFSRenderAnnotation] == "true" {
+		out, err = r.hydrateBFS()
+	} else {
+		out, err = r.hydrate(r.root)
+	}
+	if err != nil {
+		r.saveResults()
+		r.onFailure(err)
+		return nil, newError(err, r.failedPkg(err), r.failedFunction())
+	}
+	if err := adjustRelPath(r.root, out); err != nil {
+		return nil, newError(err, ".", "")
+	}
+	res := &Output{Resources: out, Results: r.results, Functions: r.executed, Packages: r.pkgs}
+	switch r.opts.Output {
+	case OutputMemory:
+	case OutputInPlace:
+		if err := r.setStatus(out, nil); err != nil {
+			return nil, newError(err, ".", "")
+		}
+		if err := r.writeInPlace(out); err != nil {
+			return nil, newError(err, ".", "")
+		}
+		r.pr.printf("Successfully executed %d function(s) in %d package(s).\n", r.executed, r.pkgs)
+	default:
+		if err := writeOutput(r.opts.Output, r.opts.Stdout, out); err != nil {
+			return nil, newError(err, ".", "")
+		}
+	}
+	if err := r.saveResults(); err != nil {
+		return res, newError(err, ".", "")
+	}
+	return res, nil
+}
+
+func (r *renderer) saveResults() error {
+	p, err := saveResults(r.opts.ResultsDir, r.results)
+	if err != nil {
+		return err
+	}
+	if p != "" {
+		r.pr.printf("For complete results, see %s\n", p)
+	}
+	return nil
+}
+
+// hydrate renders pn depth-first: subpackages, then pn's own pipeline over
+// its own resources followed by every descendant's output.
+func (r *renderer) hydrate(pn *pkgNode) ([]*yaml.RNode, error) {
+	r.pkgs++
+	subs, err := pn.subpackages(r.root)
+	if err != nil {
+		return nil, wrap("pkg.render", pn.status(), err)
+	}
+	local, err := pn.localResources()
+	if err != nil {
+		return nil, wrap("pkg.render", pn.status(), err)
+	}
+	r.trackInput(pn, local)
+	input := append([]*yaml.RNode{}, local...)
+	for _, sub := range subs {
+		if err := sub.kf.Validate(sub.dir); err != nil {
+			return nil, wrap("pkg.render", sub.status(), wrap("pkg.read", sub.status(), err))
+		}
+		out, err := r.hydrate(sub)
+		if err != nil {
+			return nil, wrap("pkg.render", pn.status(), err)
+		}
+		input = append(input, out...)
+	}
+	out, err := r.runPipeline(pn, input)
+	if err != nil {
+		return nil, wrap("pkg.render", pn.status(), err)
+	}
+	r.latest[pn] = out
+	return out, nil
+}
+
+// hydrateBFS renders top-down: each package's pipeline runs over its own
+// current resources and its descendants' (parents before children).
+func (r *renderer) hydrateBFS() ([]*yaml.RNode, error) {
+	var order []*pkgNode
+	children := map[*pkgNode][]*pkgNode{}
+	current := map[string][]*yaml.RNode{}
+	byDir := map[string]*pkgNode{}
+	queue := []*pkgNode{r.root}
+	for len(queue) > 0 {
+		pn := queue[0]
+		queue = queue[1:]
+		if pn != r.root {
+			if err := pn.kf.Validate(pn.dir); err != nil {
+				return nil, wrap("pkg.render", pn.status(), wrap("pkg.read", pn.status(), err))
+			}
+		}
+		order = append(order, pn)
+		byDir[pn.dir] = pn
+		subs, err := pn.subpackages(r.root)
+		if err != nil {
+			return nil, wrap("pkg.render", pn.status(), err)
+		}
+		children[pn] = subs
+		local, err := pn.localResources()
+		if err != nil {
+			return nil, wrap("pkg.render", pn.status(), err)
+		}
+		r.trackInput(pn, local)
+		current[pn.dir] = local
+		queue = append(queue, subs...)
+	}
+	var subtree func(pn *pkgNode) []*pkgNode
+	subtree = func(pn *pkgNode) []*pkgNode {
+		out := []*pkgNode{pn}
+		for _, c := range children[pn] {
+			out = append(out, subtree(c)...)
+		}
+		return out
+	}
+	for _, pn := range order {
+		r.pkgs++
+		members := subtree(pn)
+		var input []*yaml.RNode
+		inTree := map[string]bool{}
+		for _, m := range members {
+			input = append(input, current[m.dir]...)
+			inTree[m.dir] = true
+		}
+		out, err := r.runPipeline(pn, input)
+		if err != nil {
+			r.latest = map[*pkgNode][]*yaml.RNode{}
+			for _, m := range order {
+				r.latest[m] = current[m.dir]
+			}
+			return nil, wrap("pkg.render", pn.status(), err)
+		}
+		for _, m := range members {
+			current[m.dir] = nil
+		}
+		for _, n := range out {
+			d := pkgPathOf(n)
+			if !inTree[d] {
+				d = pn.dir
+			}
+			current[d] = append(current[d], n)
+		}
+	}
+	var all []*yaml.RNode
+	for _, m := range subtree(r.root) {
+		all = append(all, current[m.dir]...)
+	}
+	return all, nil
+}
+
+func (r *renderer) trackInput(pn *pkgNode, nodes []*yaml.RNode) {
+	for _, n := range nodes {
+		p, _, err := kioutil.GetFileAnnotations(n)
+		if err == nil {
+			r.inputFiles[filepath.Join(pn.rel, filepath.Clean(p))] = true
+		}
+	}
+}
+
+// runPipeline runs pn's mutators then validators on input.
+func (r *renderer) runPipeline(pn *pkgNode, input []*yaml.RNode) ([]*yaml.RNode, error) {
+	r.pr.printf("Package %q:\n", pn.display)
+	pl := pn.pipeline()
+	if pl.IsEmpty() {
+		if err := kptv1.AreKRM(input); err != nil {
+			return nil, fmt.Errorf("input resource list must contain only KRM resources: %s", err.Error())
+		}
+		return input, nil
+	}
+	if err := r.validatePipeline(pn, input); err != nil {
+		return nil, err
+	}
+	r.latest[pn] = input
+	out, err := r.runMutators(pn, input)
+	if err != nil {
+		return nil, wrap("pipeline.run", pn.status(), err)
+	}
+	if err := r.runValidators(pn, out); err != nil {
+		return nil, wrap("pipeline.run", pn.status(), err)
+	}
+	r.pr.printf("\n")
+	return out, nil
+}
+
+// validatePipeline checks that every configPath names one of pn's own files.
+func (r *renderer) validatePipeline(pn *pkgNode, input []*yaml.RNode) error {
+	own := map[string]bool{}
+	for _, n := range input {
+		if pkgPathOf(n) != pn.dir {
+			continue
+		}
+		if p, _, err := kioutil.GetFileAnnotations(n); err == nil {
+			own[filepath.Clean(p)] = true
+		}
+	}
+	check := func(kind, word string, fns []kptv1.Function) error {
+		for i, f := range fns {
+			if f.ConfigPath != "" && !own[filepath.Clean(f.ConfigPath)] {
+				return &kptv1.ValidateError{
+					Field: fmt.Sprintf("pipeline.%s[%d].configPath", kind, i),
+					Value: f.ConfigPath,
+					Reason: fmt.Sprintf("functionConfig resource for %s %q is missing from path %q, this also occurs if %q is part of a subpackage",
+						word, shortName(f), f.ConfigPath, f.ConfigPath),
+				}
+			}
+		}
+		return nil
+	}
+	pl := pn.pipeline()
+	if err := check("mutators", "mutator", pl.Mutators); err != nil {
+		return err
+	}
+	return check("validators", "validator", pl.Validators)
+}
+
+// shortName is a function's name without registry, path and tag.
+func shortName(f kptv1.Function) string {
+	if f.Name != "" {
+		return f.Name
+	}
+	if f.Image == "" {
+		return f.Exec
+	}
+	s := stripTag(f.Image)
+	return s[strings.LastIndex(s, "/")+1:]
+}
+
+// configFor returns the functionConfig of f: the in-memory resource at its
+// configPath (with earlier functions' edits), or its configMap.
+func configFor(pn *pkgNode, f kptv1.Function, input []*yaml.RNode) (*yaml.RNode, error) {
+	switch {
+	case f.ConfigPath != "":
+		for _, n := range input {
+			p, _, err := kioutil.GetFileAnnotations(n)
+			if err == nil && pkgPathOf(n) == pn.dir && filepath.Clean(p) == filepath.Clean(f.ConfigPath) {
+				return n, nil
+			}
+		}
+		return nil, fmt.Errorf("missing function config %q", f.ConfigPath)
+	case len(f.ConfigMap) > 0:
+		return newConfigMap(f.ConfigMap)
+	}
+	return nil, nil
+}
+
+func (r *renderer) recordPrepareFailure(steps *[]kptv1.PipelineStepResult, fns []kptv1.Function, i int, err error) {
+	st := kptv1.PipelineStepResult{ExecutionError: err.Error(), ExitCode: 1}
+	if i >= 0 && i < len(fns) {
+		if fns[i].Exec != "" {
+			st.Exec = fns[i].Exec
+		} else {
+			st.Image = ImageName(fns[i].Image, r.opts.ImagePrefix, true)
+		}
+	}
+	*steps = append(*steps, st)
+	r.failedStep = &(*steps)[len(*steps)-1]
+}
+
+func (r *renderer) recordRun(steps *[]kptv1.PipelineStepResult, st *fnStep, fr *FnResult, err error) {
+	rec := kptv1.PipelineStepResult{Image: st.image, Stderr: fr.Stderr, ExitCode: fr.ExitCode}
+	if st.image == "" {
+		rec.Exec = st.exec
+	}
+	for _, res := range fr.Results {
+		if res.Severity == "error" {
+			rec.ErrorResults = append(rec.ErrorResults, res)
+		} else {
+			rec.Results = append(rec.Results, res)
+		}
+	}
+	var ee *execError
+	if err != nil && !errors.As(err, &ee) {
+		rec.ExecutionError = err.Error()
+		if rec.ExitCode == 0 {
+			rec.ExitCode = 1
+		}
+	}
+	*steps = append(*steps, rec)
+	if err != nil {
+		r.failedStep = &(*steps)[len(*steps)-1]
+	}
+}
+
+func (r *renderer) runMutators(pn *pkgNode, input []*yaml.RNode) ([]*yaml.RNode, error) {
+	fns := pn.pipeline().Mutators
+	if len(fns) == 0 {
+		return input, nil
+	}
+	steps, bad, err := prepare(r.ctx, fns, &r.opts, true)
+	if err != nil {
+		r.recordPrepareFailure(&r.mutationSteps, fns, bad, err)
+		return nil, err
+	}
+	for i, st := range steps {
+		f := fns[i]
+		fnConfig, err := configFor(pn, f, input)
+		if err != nil {
+			return nil, err
+		}
+		selective := len(f.Selectors) > 0 || len(f.Exclusions) > 0
+		if selective {
+			if err := setResourceIDs(input); err != nil {
+				return nil, err
+			}
+		}
+		selected := selectInput(input, f.Selectors, f.Exclusions)
+		output, fr, err := r.runFunction(st, pn, selected, fnConfig, selective)
+		r.recordRun(&r.mutationSteps, st, fr, err)
+		if err != nil {
+			if fr.Image == "" && fr.ExecPath == "" {
+				return nil, err
+			}
+			var ee *execError
+			if errors.As(err, &ee) {
+				return nil, errHandled
+			}
+			return nil, err
+		}
+		r.executed++
+		if selective {
+			input = mergeWithInput(output, selected, input)
+			if err := deleteResourceIDs(input); err != nil {
+				return nil, err
+			}
+		} else {
+			input = output
+		}
+		r.latest[pn] = input
+	}
+	return input, nil
+}
+
+func (r *renderer) runValidators(pn *pkgNode, input []*yaml.RNode) error {
+	fns := pn.pipeline().Validators
+	if len(fns) == 0 {
+		return nil
+	}
+	steps, bad, err := prepare(r.ctx, fns, &r.opts, true)
+	if err != nil {
+		r.recordPrepareFailure(&r.validationSteps, fns, bad, err)
+		return err
+	}
+	for i, st := range steps {
+		f := fns[i]
+		fnConfig, err := configFor(pn, f, input)
+		if err != nil {
+			return err
+		}
+		if fnConfig != nil {
+			fnConfig = fnConfig.Copy()
+		}
+		selected := selectInput(input, f.Selectors, f.Exclusions)
+		copies := make([]*yaml.RNode, len(selected))
+		for j, n := range selected {
+			copies[j] = n.Copy()
+		}
+		_, fr, err := r.runFunction(st, pn, copies, fnConfig, len(f.Selectors) > 0 || len(f.Exclusions) > 0)
+		r.recordRun(&r.validationSteps, st, fr, err)
+		if err != nil {
+			var ee *execError
+			if errors.As(err, &ee) {
+				return errHandled
+			}
+			return err
+		}
+		r.executed++
+	}
+	return nil
+}
+
+// adjustRelPath makes every path annotation relative to the root package
+// and drops the package-path annotation.
+func adjustRelPath(root *pkgNode, nodes []*yaml.RNode) error {
+	for _, n := range nodes {
+		pkgDir := pkgPathOf(n)
+		p, _, err := kioutil.GetFileAnnotations(n)
+		if err != nil {
+			return err
+		}
+		if pkgDir != "" && pkgDir != root.dir {
+			rel, err := filepath.Rel(root.dir, pkgDir)
+			if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+				return fmt.Errorf("subpackage %q is not a descendant of %q", pkgDir, root.dir)
+			}
+			p = filepath.Join(rel, filepath.Clean(p))
+			if err := n.PipeE(yaml.SetAnnotation(kioutil.PathAnnotation, p)); err != nil {
+				return err
+			}
+			if err := n.PipeE(yaml.SetAnnotation(kioutil.LegacyPathAnnotation, p)); err != nil { //nolint:staticcheck
+				return err
+			}
+		}
+		if err := n.PipeE(yaml.ClearAnnotation(pkgPathAnnotation)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// failedPkg and failedFunction name the failure for Error's summary.
+func (r *renderer) failedPkg(err error) string {
+	var ke *kerr
+	p := "."
+	for errors.As(err, &ke) {
+		if ke.path != "" {
+			p = ke.path
+		}
+		err = ke.err
+	}
+	return p
+}
+
+func (r *renderer) failedFunction() string {
+	if r.failedStep == nil {
+		return ""
+	}
+	if r.failedStep.Image != "" {
+		return r.failedStep.Image
+	}
+	return r.failedStep.Exec
+}
+
+// newError builds the *Error for err: summary "render <pkg>: <fn>: <cause>".
+func newError(err error, pkg, fn string) *Error {
+	e := &Error{Pkg: pkg, Function: fn, err: err}
+	cause := cliMessage(err)
+	cause = strings.TrimPrefix(cause, "Error: ")
+	var ee *execError
+	if errors.Is(err, errHandled) {
+		cause = "function failed"
+	} else if errors.As(err, &ee) {
+		cause = ee.Error()
+	}
+	cause = strings.Join(strings.Fields(cause), " ")
+	var b strings.Builder
+	b.WriteString("render")
+	if pkg != "" {
+		b.WriteString(" " + pkg)
+	}
+	if fn != "" {
+		b.WriteString(": " + fn)
+	}
+	b.WriteString(": " + cause)
+	e.summary = b.String()
+	return e
+}

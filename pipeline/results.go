@@ -1,0 +1,100 @@
+package pipeline
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"sigs.k8s.io/kustomize/kyaml/fn/framework"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// ResultList is kpt's kpt.dev/v1 FunctionResultList: one item per function run.
+type ResultList struct {
+	yaml.ResourceMeta `yaml:",inline"`
+	ExitCode          int        `yaml:"exitCode"`
+	Items             []FnResult `yaml:"items,omitempty"`
+}
+
+// FnResult is one function run as kpt records it.
+type FnResult struct {
+	Image    string              `yaml:"image,omitempty"`
+	ExecPath string              `yaml:"exec,omitempty"`
+	Stderr   string              `yaml:"stderr,omitempty"`
+	ExitCode int                 `yaml:"exitCode"`
+	Results  []*framework.Result `yaml:"results,omitempty"`
+}
+
+func newResultList() *ResultList {
+	return &ResultList{ResourceMeta: yaml.ResourceMeta{
+		TypeMeta:   yaml.TypeMeta{APIVersion: "kpt.dev/v1", Kind: "FunctionResultList"},
+		ObjectMeta: yaml.ObjectMeta{NameMeta: yaml.NameMeta{Name: "fnresults"}},
+	}}
+}
+
+// saveResults writes dir/results.yaml and returns its path ("" when dir is empty).
+func saveResults(dir string, rl *ResultList) (string, error) {
+	if dir == "" {
+		return "", nil
+	}
+	b, err := yaml.MarshalWithOptions(rl, &yaml.EncoderOptions{SeqIndent: yaml.WideSequenceStyle})
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("failed to save function results: %w", err)
+	}
+	p := filepath.Join(dir, "results.yaml")
+	if err := writeFileAtomic(p, b, 0o644); err != nil {
+		return "", fmt.Errorf("failed to save function results: %w", err)
+	}
+	return p, nil
+}
+
+// parseResults reads a ResourceList's results as kpt does: a list, or a
+// legacy {items: [...]} wrapper; resourceRef.metadata.{name,namespace} is
+// lifted into resourceRef.
+func parseResults(node *yaml.RNode) ([]*framework.Result, error) {
+	if node.IsNilOrEmpty() {
+		return nil, nil
+	}
+	if node.YNode().Kind == yaml.MappingNode {
+		items, err := node.Pipe(yaml.Lookup("items"))
+		if err != nil {
+			return nil, err
+		}
+		if !items.IsNilOrEmpty() {
+			node = items
+		}
+	}
+	var out []*framework.Result
+	if err := yaml.Unmarshal([]byte(node.MustString()), &out); err != nil {
+		return nil, err
+	}
+	elems, err := node.Elements()
+	if err != nil {
+		return out, nil
+	}
+	for i := range elems {
+		if i >= len(out) || out[i] == nil {
+			continue
+		}
+		md, _ := elems[i].Pipe(yaml.Lookup("resourceRef", "metadata"))
+		if md == nil {
+			continue
+		}
+		if out[i].ResourceRef == nil {
+			out[i].ResourceRef = &yaml.ResourceIdentifier{}
+		}
+		if n, _ := md.Pipe(yaml.Lookup("name")); n != nil {
+			out[i].ResourceRef.Name = strings.TrimSpace(n.MustString())
+		}
+		if n, _ := md.Pipe(yaml.Lookup("namespace")); n != nil {
+			if ns := strings.TrimSpace(n.MustString()); ns != "" && ns != "''" {
+				out[i].ResourceRef.Namespace = ns
+			}
+		}
+	}
+	return out, nil
+}
