@@ -156,15 +156,17 @@ func (c *Cache) resolve(ctx context.Context, ir imageRef) (Bundle, error) {
 			if b, ok, err := c.cached(ctx, ir, d); ok || err != nil {
 				return b, err
 			}
+			if c.hasBlob(d.Digest) || (!c.s.offline && c.s.policy != PullNever) {
+				// Recorded (imported, or unpacked and pruned): unpack from
+				// the blobs we have, fetching only what is missing.
+				return c.pull(ctx, ir, &d)
+			}
 		}
 	}
 	if c.s.offline {
 		return Bundle{}, fmt.Errorf("%w (offline)", ErrNotCached)
 	}
 	if c.s.policy == PullNever {
-		if d, ok := c.localDescriptor(ir); ok && c.hasBlob(d.Digest) {
-			return c.pull(ctx, ir, &d) // blobs imported but not unpacked yet
-		}
 		return Bundle{}, fmt.Errorf("%w (image pull policy Never)", ErrNotCached)
 	}
 	return c.pull(ctx, ir, nil)
@@ -460,7 +462,7 @@ func (c *Cache) unpack(ctx context.Context, ir imageRef, desc v1.Descriptor) (*m
 	var layers []string
 	for i, l := range mf.Layers {
 		if err := <-ready[i]; err != nil {
-			return nil, fmt.Errorf("layer %s: %w", l.Digest, err)
+			return nil, fmt.Errorf("layer %d: %w", i+1, err)
 		}
 		diffID := ""
 		if len(cf.RootFS.DiffIDs) > i {

@@ -5,8 +5,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"io"
 	"log"
 	"net/http"
@@ -34,8 +32,8 @@ type testRegistry struct {
 	Host string
 
 	mu       sync.Mutex
-	gets     map[string]int              // digest → blob GETs
-	requests int                          // all requests
+	gets     map[string]int                 // digest → blob GETs
+	requests int                            // all requests
 	tamper   map[string]func([]byte) []byte // digest → rewrite of the body
 }
 
@@ -87,9 +85,13 @@ type entry struct {
 	mode             int64
 }
 
-func file(name, body string) entry  { return entry{name: name, body: body, typ: tar.TypeReg, mode: 0o644} }
-func dir(name string) entry         { return entry{name: name, typ: tar.TypeDir, mode: 0o755} }
-func symlink(name, to string) entry { return entry{name: name, link: to, typ: tar.TypeSymlink, mode: 0o777} }
+func file(name, body string) entry {
+	return entry{name: name, body: body, typ: tar.TypeReg, mode: 0o644}
+}
+func dir(name string) entry { return entry{name: name, typ: tar.TypeDir, mode: 0o755} }
+func symlink(name, to string) entry {
+	return entry{name: name, link: to, typ: tar.TypeSymlink, mode: 0o777}
+}
 func hardlink(name, to string) entry {
 	return entry{name: name, link: to, typ: tar.TypeLink, mode: 0o644}
 }
@@ -124,16 +126,16 @@ type rawLayer struct {
 	mt        types.MediaType
 }
 
-func sha(b []byte) v1.Hash {
-	s := sha256.Sum256(b)
-	return v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(s[:])}
+func (l *rawLayer) Digest() (v1.Hash, error) { return sha(l.blob), nil }
+func (l *rawLayer) DiffID() (v1.Hash, error) { return sha(l.tar), nil }
+func (l *rawLayer) Compressed() (io.ReadCloser, error) {
+	return io.NopCloser(bytes.NewReader(l.blob)), nil
 }
-func (l *rawLayer) Digest() (v1.Hash, error)             { return sha(l.blob), nil }
-func (l *rawLayer) DiffID() (v1.Hash, error)             { return sha(l.tar), nil }
-func (l *rawLayer) Compressed() (io.ReadCloser, error)   { return io.NopCloser(bytes.NewReader(l.blob)), nil }
-func (l *rawLayer) Uncompressed() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(l.tar)), nil }
-func (l *rawLayer) Size() (int64, error)                 { return int64(len(l.blob)), nil }
-func (l *rawLayer) MediaType() (types.MediaType, error)  { return l.mt, nil }
+func (l *rawLayer) Uncompressed() (io.ReadCloser, error) {
+	return io.NopCloser(bytes.NewReader(l.tar)), nil
+}
+func (l *rawLayer) Size() (int64, error)                { return int64(len(l.blob)), nil }
+func (l *rawLayer) MediaType() (types.MediaType, error) { return l.mt, nil }
 
 func gzipLayer(t testing.TB, ents ...entry) v1.Layer {
 	tb := tarBytes(t, ents...)

@@ -81,32 +81,32 @@ func ParseMirror(s string) (Mirror, error) {
 type Option func(*settings)
 
 type settings struct {
-	mirrors     []Mirror
-	insecure    map[string]bool
-	policy      PullPolicy
-	offline     bool
-	prefix      string
-	keychain    authn.Keychain
-	platform    v1.Platform
-	limits      Limits
-	logger      *slog.Logger
-	progress    Progress
-	timeout     time.Duration
-	jobs        int
-	userAgent   string
+	mirrors   []Mirror
+	insecure  map[string]bool
+	policy    PullPolicy
+	offline   bool
+	prefix    string
+	keychain  authn.Keychain
+	platform  v1.Platform
+	limits    Limits
+	logger    *slog.Logger
+	progress  Progress
+	timeout   time.Duration
+	jobs      int
+	userAgent string
 }
 
 func defaultSettings() settings {
 	return settings{
-		insecure: map[string]bool{},
-		policy:   PullIfNotPresent,
-		prefix:   DefaultImagePrefix,
-		keychain: authn.DefaultKeychain,
-		platform: HostPlatform(),
-		limits:   Limits{MaxBytes: 4 << 30, MaxFiles: 1_000_000},
-		logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
-		timeout:  30 * time.Second,
-		jobs:     4,
+		insecure:  map[string]bool{},
+		policy:    PullIfNotPresent,
+		prefix:    DefaultImagePrefix,
+		keychain:  authn.DefaultKeychain,
+		platform:  HostPlatform(),
+		limits:    Limits{MaxBytes: 4 << 30, MaxFiles: 1_000_000},
+		logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+		timeout:   30 * time.Second,
+		jobs:      4,
 		userAgent: "kptr",
 	}
 }
