@@ -1,3 +1,51 @@
 // Package cache resolves function image references to runnable bundles:
 // reference → digest → verified blobs → extracted, read-only root filesystem.
+//
+//	c, err := cache.Open(dir, cache.WithMirrors(m), cache.WithPullPolicy(cache.PullIfNotPresent))
+//	b, err := c.Resolve(ctx, "gcr.io/kpt-fn/set-labels:v0.1.5")
+//	// b.Rootfs is the extracted image, b.Config its entrypoint, env, user.
+//
+// # Layout
+//
+// The cache directory is an OCI image layout (oci-layout, index.json,
+// blobs/sha256/) that crane, skopeo and umoci read. index.json is also the
+// record of resolutions: one entry per reference (annotation
+// org.opencontainers.image.ref.name, canonical name with tag or digest)
+// pointing at the platform manifest it resolved to, with the time
+// (dev.kptr.resolved-at). Beside the layout: rootfs/<manifest hex>/{rootfs/,
+// meta.json}, locks/ and tmp/.
+//
+// # Lifecycle (blobs and rootfs alike)
+//
+// Content is written to a fresh path under tmp/, checked, then committed by
+// one rename; only committed content is ever read. A blob is hashed while it
+// streams in and committed only if its digest and size match. A rootfs is
+// extracted layer by layer (each layer's uncompressed digest checked against
+// the config's diff ID), its marker meta.json (config, tree hash over every
+// path, mode and content) written beside it, and the pair renamed into
+// rootfs/<hex>; a committed rootfs/<hex> therefore always has its marker. A
+// kill -9 or a full disk leaves only debris in tmp/, which prune and verify
+// --repair clear. index.json is replaced by rename under its lock.
+//
+// # Concurrency
+//
+// A Cache is safe for concurrent use, and many processes may share one
+// directory. Downloads of a blob and extraction of an image are single-flight
+// within a process and serialised across processes by file locks
+// (locks/blob-<hex>, locks/unpack-<hex>), so N resolvers of one uncached image
+// fetch each blob once. Every Resolve takes a shared lock on the image
+// (locks/hold-<hex>) kept until Close or process exit; prune removes an image
+// only with that lock held exclusively, and only while no pull runs (pulls
+// hold locks/gc shared, prune and verify exclusively).
+//
+// # Never trusted
+//
+// Registries and layers are hostile input. Blobs are verified before use.
+// Extraction resolves every path inside the root (symlinks are followed as
+// if the root were "/"; one that climbs out is an error), never follows a
+// link at the leaf, creates no device nodes, drops setuid/setgid bits and
+// ownership, applies whiteouts (.wh.<name>, .wh..wh..opq; a bare .wh. is an
+// error) and enforces limits on total size and file count. Plain HTTP is
+// used only for loopback registries and those listed as insecure. Errors
+// name the image and the cause on one line and never carry credentials.
 package cache
