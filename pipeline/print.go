@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"strings"
@@ -36,3 +37,5 @@ func printStderr(p *printer, stderr string) {
 		p.printf("    %s\n", l)
 	}
 }
+
+func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }

@@ -125,12 +125,23 @@ func (r *renderer) setStatus(nodes []*yaml.RNode, renderErr error) error {
 			return err
 		}
 		kf.Status = r.status(renderErr)
-		b, err := kptv1.Marshal(kf, n.GetAnnotations()[kioutil.SeqIndentAnnotation])
+		b, err := kptv1.Marshal(kf, string(yaml.WideSequenceStyle))
 		if err != nil {
 			return err
 		}
 		nn, err := yaml.Parse(string(b))
 		if err != nil {
+			return err
+		}
+		// kpt writes the Kptfile with wide sequence indentation
+		for k, v := range n.GetAnnotations() {
+			if strings.HasPrefix(k, "internal.config.kubernetes.io/") || strings.HasPrefix(k, "config.kubernetes.io/") {
+				if err := nn.PipeE(yaml.SetAnnotation(k, v)); err != nil {
+					return err
+				}
+			}
+		}
+		if err := nn.PipeE(yaml.SetAnnotation(kioutil.SeqIndentAnnotation, string(yaml.WideSequenceStyle))); err != nil {
 			return err
 		}
 		nodes[i] = nn
@@ -189,7 +200,7 @@ func (r *renderer) onFailure(renderErr error) {
 		return
 	}
 	kf.Status = r.status(renderErr)
-	out, err := kptv1.Marshal(kf, string(yaml.DeriveSeqIndentStyle(string(b))))
+	out, err := kptv1.Marshal(kf, string(yaml.WideSequenceStyle))
 	if err != nil {
 		return
 	}

@@ -1,0 +1,67 @@
+package pipeline
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	kptv1 "github.com/kptr-dev/kptr/pipeline/kptfile/v1"
+	"sigs.k8s.io/kustomize/kyaml/kio"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// Source writes the package tree at dir to w as `kpt fn source` does: one
+// ResourceList keeping path and index annotations (plain YAML with unwrap),
+// with fnConfig (a file, optional) as its functionConfig.
+func Source(dir, fnConfig string, unwrap bool, w io.Writer) error {
+	nodes, err := kio.LocalPackageReader{
+		PackagePath:        dir,
+		PackageFileName:    kptv1.KptFileName,
+		IncludeSubpackages: true,
+		MatchFilesGlob:     matchAllKRM,
+		PreserveSeqIndent:  true,
+		WrapBareSeqNode:    true,
+	}.Read()
+	if err != nil {
+		return err
+	}
+	if unwrap {
+		return writeOutput(OutputUnwrap, w, nodes)
+	}
+	bw := kio.ByteWriter{Writer: w, KeepReaderAnnotations: true,
+		WrappingAPIVersion: kio.ResourceListAPIVersion, WrappingKind: kio.ResourceListKind}
+	if fnConfig != "" {
+		b, err := os.ReadFile(fnConfig)
+		if err != nil {
+			return err
+		}
+		n, err := yaml.Parse(string(b))
+		if err != nil {
+			return fmt.Errorf("invalid function config %q: %w", fnConfig, err)
+		}
+		bw.FunctionConfig = n
+	}
+	return bw.Write(nodes)
+}
+
+// Sink reads a ResourceList (or YAML stream) from r and writes its
+// resources into dir by their path annotations, as `kpt fn sink` does.
+func Sink(r io.Reader, dir string) error {
+	nodes, err := (&kio.ByteReader{Reader: r, PreserveSeqIndent: true, WrapBareSeqNode: true}).Read()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	files, err := encodeFiles(nodes)
+	if err != nil {
+		return err
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	return commitFiles(abs, files, nil)
+}
