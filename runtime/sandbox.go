@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/opencontainers/runc/libcontainer"
@@ -152,7 +153,13 @@ var (
 )
 
 // Run runs b's entrypoint in a fresh sandbox with inv.Stdin as its stdin.
+// A bundle without Rootfs is one of kpt's exec functions, a host binary: it
+// runs through Host, unsandboxed, as kpt runs it (whether exec functions may
+// run at all is the caller's policy).
 func (s *Sandbox) Run(ctx context.Context, b cache.Bundle, inv Invocation) (Result, error) {
+	if b.Rootfs == "" {
+		return Host{Timeout: s.timeout, MaxOutput: s.maxOutput}.Run(ctx, b, inv)
+	}
 	start := time.Now()
 	res, err := s.run(ctx, b, inv)
 	res.Duration = time.Since(start)
@@ -167,9 +174,6 @@ func (s *Sandbox) Run(ctx context.Context, b cache.Bundle, inv Invocation) (Resu
 }
 
 func (s *Sandbox) run(ctx context.Context, b cache.Bundle, inv Invocation) (Result, error) {
-	if b.Rootfs == "" {
-		return Result{}, errors.New("bundle has no root filesystem (exec functions run on the host runner)")
-	}
 	proc, err := resolveProcess(b.Rootfs, b.Config, inv, s.feat.Root)
 	if err != nil {
 		return Result{}, err
@@ -229,7 +233,20 @@ func (s *Sandbox) run(ctx context.Context, b cache.Bundle, inv Invocation) (Resu
 	}
 	sio.closeChild()
 	sio.start()
-	return wait(ctx, timeout, sio, p.Wait, func() { _ = c.Signal(unix.SIGKILL) })
+	res, err := wait(ctx, timeout, sio, p.Wait, func() { _ = c.Signal(unix.SIGKILL) })
+	if err == nil && res.ExitCode == 255 && isExecFailure(res.Stderr, proc.Args[0]) {
+		// libcontainer's init reports a failed execve of the entrypoint on
+		// the function's stderr and exits 255: that is a start failure.
+		return res, fmt.Errorf("start: %s", strings.TrimSpace(string(res.Stderr)))
+	}
+	return res, err
+}
+
+// isExecFailure recognises the single line libcontainer's init writes when
+// execve of the entrypoint fails ("exec /path: exec format error").
+func isExecFailure(stderr []byte, exe string) bool {
+	s := string(stderr)
+	return strings.HasPrefix(s, "exec "+exe+": ") && strings.Count(s, "\n") == 1 && strings.HasSuffix(s, "\n")
 }
 
 // wait waits for the process, enforcing the timeout, the context and the
@@ -269,7 +286,7 @@ func wait(ctx context.Context, timeout time.Duration, sio *stdio, waitFn func() 
 	if ps == nil {
 		return res, fmt.Errorf("wait: %w", werr)
 	}
-	if ws, ok := ps.Sys().(unix.WaitStatus); ok && ws.Signaled() {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		res.ExitCode = 128 + int(ws.Signal())
 		return res, nil
 	}

@@ -2,12 +2,31 @@ package main
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/kptr-dev/kptr/runtime"
 )
 
 // newRunner returns the function runner the global flags describe: the
-// sandbox, or the host runner under --sandbox=none. STUB.
+// rootless sandbox (--sandbox=auto, the default), or the host runner under
+// --sandbox=none. When the sandbox cannot work here kptr refuses with exit
+// code 3, naming the failed probe and its fix; it never falls back to running
+// images unsandboxed on its own.
 func (g *globals) newRunner() (runtime.Runner, error) {
-	return nil, withCode(exitEnv, errors.New("runtime: not implemented"))
+	switch g.sandbox {
+	case "none":
+		return runtime.Host{Timeout: g.fnTimeout}, nil
+	case "auto", "":
+	default:
+		return nil, usageError("--sandbox: want auto or none, got %q", g.sandbox)
+	}
+	sb, err := runtime.New(runtime.WithTimeout(g.fnTimeout), runtime.WithLogger(g.logger()))
+	if err != nil {
+		var pe *runtime.ProbeError
+		if errors.As(err, &pe) {
+			return nil, withCode(exitEnv, fmt.Errorf("%w; fix: %s; run 'kptr doctor' to check every prerequisite, or pass --sandbox=none to run functions without a sandbox", err, pe.Result.Fix))
+		}
+		return nil, withCode(exitEnv, fmt.Errorf("sandbox: %w; run 'kptr doctor'", err))
+	}
+	return sb, nil
 }

@@ -1,5 +1,36 @@
 package main
 
-// startup runs before anything else in main: the runtime's container-init
-// entry point and its one-time re-exec live here (owned by runtime/).
-func startup() {}
+import (
+	"os"
+
+	// The container init half of libcontainer (cgo, runs before the Go
+	// runtime when kptr is started as "kptr init").
+	_ "github.com/opencontainers/runc/libcontainer/nsenter"
+
+	"github.com/kptr-dev/kptr/runtime"
+)
+
+// startup runs before anything else in main. Started as a container init
+// ("kptr init") or a sandbox probe child, kptr does that job and exits here.
+// Otherwise, for commands that may run functions, kptr re-executes itself
+// once from a sealed in-memory copy, so libcontainer does not copy the whole
+// binary on every function start (see runtime.ReexecSealed).
+func startup() {
+	runtime.HandleInit()
+	if mayRunFunctions(os.Args) {
+		runtime.ReexecSealed()
+	}
+}
+
+// mayRunFunctions is false for commands that never start a sandbox, which
+// then skip the re-exec and its one-time copy.
+func mayRunFunctions(argv []string) bool {
+	if len(argv) < 2 {
+		return false
+	}
+	switch argv[1] {
+	case "version", "help", "-h", "--help", "cache", "doctor":
+		return false
+	}
+	return true
+}
