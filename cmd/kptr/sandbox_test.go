@@ -1,0 +1,80 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/kptr-dev/kptr/runtime"
+)
+
+// kptr doctor lists every probe and passes where the sandbox works (here).
+func TestDoctor(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := run([]string{"kptr", "doctor"}, strings.NewReader(""), &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	for _, want := range []string{"userns", "mount", "proc", "netns", "cgroups", "seccomp", "sandbox: usable"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestNewRunnerModes(t *testing.T) {
+	g := newGlobals(nil, &bytes.Buffer{}, &bytes.Buffer{}, func(string) string { return "" })
+	g.sandbox = "none"
+	if r, err := g.newRunner(); err != nil {
+		t.Fatal(err)
+	} else if _, ok := r.(runtime.Host); !ok {
+		t.Fatalf("--sandbox=none gave %T", r)
+	}
+	g.sandbox = "auto"
+	if r, err := g.newRunner(); err != nil {
+		t.Fatal(err)
+	} else if _, ok := r.(*runtime.Sandbox); !ok {
+		t.Fatalf("--sandbox=auto gave %T", r)
+	}
+	g.sandbox = "bogus"
+	if _, err := g.newRunner(); exitCodeOf(err) != exitUsage {
+		t.Fatalf("--sandbox=bogus: %v", err)
+	}
+}
+
+// Without user namespaces kptr refuses to run images: exit 3, naming the
+// failed probe and pointing at kptr doctor. The test makes user namespaces
+// unavailable in a user namespace of its own (max_user_namespaces=0 there)
+// and runs itself inside it.
+func TestRefusesWithoutUserNamespaces(t *testing.T) {
+	if os.Getenv("KPTR_REFUSAL_CHILD") == "1" {
+		g := newGlobals(nil, &bytes.Buffer{}, &bytes.Buffer{}, func(string) string { return "" })
+		g.sandbox = "auto"
+		_, err := g.newRunner()
+		if exitCodeOf(err) != exitEnv || !strings.Contains(err.Error(), `probe "userns" failed`) || !strings.Contains(err.Error(), "kptr doctor") {
+			t.Fatalf("newRunner: exit %d: %v", exitCodeOf(err), err)
+		}
+		var out bytes.Buffer
+		if code := run([]string{"kptr", "doctor"}, strings.NewReader(""), &out, &out); code != exitEnv || !strings.Contains(out.String(), "[failed]    userns") || !strings.Contains(out.String(), "max_user_namespaces") {
+			t.Fatalf("doctor: exit %d\n%s", code, out.String())
+		}
+		g.sandbox = "none" // the operator's explicit choice still works
+		if _, err := g.newRunner(); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("unshare", "--user", "--map-root-user", "/bin/sh", "-c",
+		`echo 0 > /proc/sys/user/max_user_namespaces && exec "$0" -test.run '^TestRefusesWithoutUserNamespaces$' -test.v`, self)
+	cmd.Env = append(os.Environ(), "KPTR_REFUSAL_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestRefusesWithoutUserNamespaces") {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+}

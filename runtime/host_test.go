@@ -1,0 +1,61 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/kptr-dev/kptr/cache"
+)
+
+// kpt exec functions: a host command with the host environment plus the
+// invocation's, also when handed to the Sandbox.
+func TestHostExecFunction(t *testing.T) {
+	t.Setenv("KPTR_HOST_VAR", "host")
+	b := cache.Bundle{Config: v1.Config{Entrypoint: []string{"/bin/sh", "-c", `echo "$KPTR_HOST_VAR $INV"; cat`}}}
+	for name, r := range map[string]Runner{"host": Host{}, "sandbox": sandbox(t)} {
+		res, err := r.Run(context.Background(), b, Invocation{Env: []string{"INV=inv"}, Stdin: strings.NewReader("in\n")})
+		if err != nil || res.ExitCode != 0 || string(res.Stdout) != "host inv\nin\n" {
+			t.Errorf("%s: %v %d %q %q", name, err, res.ExitCode, res.Stdout, res.Stderr)
+		}
+	}
+}
+
+// --sandbox=none: the image's entrypoint runs directly, with only the
+// image's Env plus the invocation's.
+func TestHostRunsImageUnsandboxed(t *testing.T) {
+	t.Setenv("KPTR_TEST_SECRET", "hunter2")
+	res, err := Host{}.Run(context.Background(), bundle(t, "env"), Invocation{Env: []string{"INV_VAR=1"}})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("%v %d %s", err, res.ExitCode, res.Stderr)
+	}
+	env := string(res.Stdout)
+	if strings.Contains(env, "hunter2") || !strings.Contains(env, "IMAGE_VAR=from-image") || !strings.Contains(env, "INV_VAR=1") {
+		t.Fatalf("env:\n%s", env)
+	}
+	res, err = Host{}.Run(context.Background(), bundle(t, "cat"), Invocation{Stdin: strings.NewReader("abc")})
+	if err != nil || string(res.Stdout) != "abc" {
+		t.Fatalf("cat: %v %q", err, res.Stdout)
+	}
+}
+
+// The host runner's timeout kills the whole process group (a child that
+// leaves it with setsid escapes: that is what the sandbox's pid namespace is for).
+func TestHostTimeoutKillsGroup(t *testing.T) {
+	marker := fmt.Sprintf("host-marker-%d-%d", os.Getpid(), time.Now().UnixNano())
+	b := cache.Bundle{Ref: "exec", Config: v1.Config{Entrypoint: []string{"/bin/sh", "-c", "trap '' TERM; /bin/sh -c 'sleep 100; :' " + marker + " & sleep 100 # " + marker}}}
+	_, err := Host{Timeout: 500 * time.Millisecond}.Run(context.Background(), b, Invocation{})
+	if !errors.Is(err, ErrTimeout) {
+		t.Fatalf("want timeout, got %v", err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if left := processesWith(marker); len(left) > 0 {
+		t.Fatalf("left: %v", left)
+	}
+}
