@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -101,10 +102,13 @@ func (g *globals) usage(err error) error {
 
 func (g *globals) baseOptions(ctx context.Context) pipeline.Options {
 	env := &lazyEnv{ctx: ctx, g: g}
+	// KPTR_FN_MAX_OUTPUT caps a function's stdout and stderr (bytes).
+	maxOut, _ := strconv.ParseInt(g.getenv("KPTR_FN_MAX_OUTPUT"), 10, 64)
 	return pipeline.Options{
 		Resolver:    env,
 		Runner:      env,
-		ExecRunner:  runtime.Host{Timeout: g.fnTimeout},
+		ExecRunner:  runtime.Host{Timeout: g.fnTimeout, MaxOutput: maxOut},
+		MaxOutput:   maxOut,
 		ImagePrefix: g.imagePrefix,
 		Timeout:     g.fnTimeout,
 		Stderr:      g.stderr,

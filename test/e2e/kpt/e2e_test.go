@@ -39,6 +39,14 @@ func setup() (int, error) {
 	if err := build.Run(); err != nil {
 		return 0, err
 	}
+	for name, pkg := range fixtureBinaries {
+		b := exec.Command("go", "build", "-o", filepath.Join(dir, name), "./test/fixtures/"+pkg)
+		b.Dir = repo
+		b.Stdout, b.Stderr = os.Stderr, os.Stderr
+		if err := b.Run(); err != nil {
+			return 0, err
+		}
+	}
 	if err := os.Symlink(bin, filepath.Join(dir, "kpt")); err != nil {
 		return 0, err
 	}
@@ -53,6 +61,14 @@ func setup() (int, error) {
 		"KPTR_CACHE_DIR="+filepath.Join(dir, "cache"), "FIXTURES="+filepath.Join(repo, "test", "fixtures"))
 	shared = runner{binDir: dir, env: env, cwd: here}
 	return -1, nil
+}
+
+// fixtureBinaries are put on PATH for the cases' exec functions.
+var fixtureBinaries = map[string]string{
+	"fx":                 "kptr-fx",
+	"fx-set-labels":      "set-labels",
+	"fx-set-annotations": "set-annotations",
+	"fx-generator":       "generator",
 }
 
 // catalogCases need the real catalog images (their expectations come from

@@ -54,6 +54,10 @@ func (c caseConfig) runCount() int {
 	return 2
 }
 
+// update rewrites diff.patch and results.yaml from the actual output
+// (KPT_E2E_UPDATE_EXPECTED=true); review the change before committing it.
+var update = os.Getenv("KPT_E2E_UPDATE_EXPECTED") == "true"
+
 // testCase is one case directory.
 type testCase struct {
 	name, path, cmd string // cmd: render or eval
@@ -171,6 +175,11 @@ func (r *runner) runOnce(t *testing.T, tc testCase, i int) {
 				}
 			}
 		}
+		if update && i == 0 && resultsDir != "" {
+			if b, err := os.ReadFile(filepath.Join(resultsDir, "results.yaml")); err == nil {
+				_ = os.WriteFile(filepath.Join(tc.path, ".expected", "results.yaml"), b, 0o644)
+			}
+		}
 		git(t, pkg, "add", "-A")
 		git(t, pkg, "commit", "-q", "--allow-empty", "-m", "second")
 		diff := strings.TrimSpace(git(t, pkg, "diff", first, "HEAD"))
@@ -178,6 +187,16 @@ func (r *runner) runOnce(t *testing.T, tc testCase, i int) {
 		wantDiff := ""
 		if b, err := os.ReadFile(filepath.Join(tc.path, ".expected", "diff.patch")); err == nil {
 			wantDiff = strings.TrimSpace(string(b))
+		}
+		if update && i == 0 && diff != wantDiff {
+			p := filepath.Join(tc.path, ".expected", "diff.patch")
+			if diff == "" {
+				_ = os.Remove(p)
+			} else {
+				_ = os.WriteFile(p, []byte(diff+"\n"), 0o644)
+			}
+			t.Logf("updated %s:\n%s", p, diff)
+			return
 		}
 		if diff != wantDiff {
 			t.Fatalf("run %d: diff differs\n--- want\n%s\n--- got\n%s\n--- stderr\n%s", i, wantDiff, diff, errOut)
