@@ -6,7 +6,7 @@ LDFLAGS := -X main.version=$(VERSION)
 BIN := bin/kptr
 export CGO_ENABLED := 1
 
-.PHONY: help build build-seccomp test test-unit test-unpriv test-seccomp bench demo image clean
+.PHONY: help build build-seccomp test test-unit test-unpriv test-seccomp bench bench-cache demo image clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -32,8 +32,11 @@ test-unpriv: ## the sandbox suite again as uid 999 with no capabilities and no_n
 test-seccomp: ## the sandbox suite built with the seccomp tag
 	@echo "test-seccomp: (runtime suite with -tags seccomp)"
 
-bench: ## benchmarks; figures go to BENCHMARKS.md
-	@echo "bench: (no benchmarks yet)"
+bench-cache: ## cache benchmarks: cold pull vs skopeo+umoci, cached resolve, peak RSS (figures → BENCHMARKS.md)
+	$(GO) test -run '^$$' -bench . -benchtime 2000x -count 1 ./cache
+	$(GO) test -run '^$$' -bench . -benchtime 3x -count 1 -timeout 20m ./test/e2e/cache
+
+bench: bench-cache ## benchmarks; figures go to BENCHMARKS.md
 
 demo: ## render the bundled example offline with a separate demo cache
 	@echo "demo: (not yet)"
