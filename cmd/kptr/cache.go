@@ -19,12 +19,19 @@ import (
 	"github.com/kptr-dev/kptr/cache"
 )
 
-// openCache opens the image cache the global flags describe.
+// openCache opens the image cache the global flags describe. Pull progress
+// is drawn as bars on a terminal; otherwise it is logged at debug level (so
+// render's kpt transcript on stderr stays exact) unless --progress=plain.
 func (g *globals) openCache(ctx context.Context) (*cache.Cache, error) {
-	return g.openCacheWith()
+	lvl := slog.LevelDebug
+	if g.progress == "plain" {
+		lvl = slog.LevelInfo
+	}
+	return g.openCacheWith(lvl)
 }
 
-func (g *globals) openCacheWith(extra ...cache.Option) (*cache.Cache, error) {
+// openCacheWith opens the cache logging plain progress lines at lvl.
+func (g *globals) openCacheWith(lvl slog.Level, extra ...cache.Option) (*cache.Cache, error) {
 	policy, err := cache.ParsePullPolicy(g.pullPolicy)
 	if err != nil {
 		return nil, usageError("--image-pull-policy: %v", err)
@@ -51,7 +58,7 @@ func (g *globals) openCacheWith(extra ...cache.Option) (*cache.Cache, error) {
 	case g.isTerminal():
 		opts = append(opts, cache.WithProgress(&barProgress{w: g.stderr}))
 	default:
-		opts = append(opts, cache.WithProgress(&logProgress{log: log}))
+		opts = append(opts, cache.WithProgress(&logProgress{log: log, lvl: lvl}))
 	}
 	c, err := cache.Open(g.cacheDir, append(opts, extra...)...)
 	if err != nil {
@@ -101,15 +108,19 @@ func (b *barLayer) Done(err error) {
 }
 
 // logProgress logs one line when a layer starts and one when it ends.
-type logProgress struct{ log *slog.Logger }
+type logProgress struct {
+	log *slog.Logger
+	lvl slog.Level
+}
 
 func (p *logProgress) Layer(image string, d v1.Hash, size int64) cache.LayerProgress {
-	p.log.Info("fetching layer", "image", image, "digest", d.String(), "bytes", size)
-	return &logLayer{log: p.log, image: image, d: d, start: time.Now()}
+	p.log.Log(context.Background(), p.lvl, "fetching layer", "image", image, "digest", d.String(), "bytes", size)
+	return &logLayer{log: p.log, lvl: p.lvl, image: image, d: d, start: time.Now()}
 }
 
 type logLayer struct {
 	log   *slog.Logger
+	lvl   slog.Level
 	image string
 	d     v1.Hash
 	n     int64
@@ -123,7 +134,7 @@ func (l *logLayer) Done(err error) {
 		l.log.Warn("layer failed", "image", l.image, "digest", l.d.String(), "error", err)
 		return
 	}
-	l.log.Info("fetched layer", "image", l.image, "digest", l.d.String(), "bytes", l.n, "duration", time.Since(l.start).Round(time.Millisecond))
+	l.log.Log(context.Background(), l.lvl, "fetched layer", "image", l.image, "digest", l.d.String(), "bytes", l.n, "duration", time.Since(l.start).Round(time.Millisecond))
 }
 
 func shortDigest(d v1.Hash) string {
@@ -159,7 +170,7 @@ func runCachePull(ctx context.Context, g *globals, args []string) error {
 		}
 		extra = append(extra, cache.WithPlatform(*p))
 	}
-	c, err := g.openCacheWith(extra...)
+	c, err := g.openCacheWith(slog.LevelInfo, extra...)
 	if err != nil {
 		return err
 	}
