@@ -321,7 +321,9 @@ type VerifyReport struct {
 // and stale temporaries; the next Resolve fetches them again.
 func (c *Cache) Verify(ctx context.Context, repair bool) (VerifyReport, error) {
 	var rep VerifyReport
-	gl, err := c.lock(ctx, gcLock, false)
+	// Reading alone may run beside pulls (they only add, by rename);
+	// repairing removes, so it excludes them like prune.
+	gl, err := c.lock(ctx, gcLock, !repair)
 	if err != nil {
 		return rep, &Error{Err: err}
 	}

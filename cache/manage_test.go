@@ -48,6 +48,11 @@ func TestPullPoliciesAndOffline(t *testing.T) {
 	if err != nil || b.Digest != d2 || readFile(t, filepath.Join(b.Rootfs, "arch")) != "two" {
 		t.Fatalf("Always: %v %s", err, b.Digest)
 	}
+	// A tag the registry does not have.
+	_, err = openTest(t, dir).Resolve(ctx, ref[:strings.LastIndex(ref, ":")]+":nope")
+	if err == nil || !strings.Contains(err.Error(), ":nope") || !strings.Contains(err.Error(), "MANIFEST_UNKNOWN") {
+		t.Fatalf("404: %v", err)
+	}
 	// Registry gone: cached images still resolve without the network.
 	reg.Close()
 	for _, o := range []Option{WithOffline(true), WithPullPolicy(PullIfNotPresent), WithPullPolicy(PullNever)} {

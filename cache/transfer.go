@@ -158,6 +158,12 @@ func (c *Cache) Import(ctx context.Context, src string) ([]string, error) {
 	if err != nil {
 		return nil, &Error{Err: fmt.Errorf("import: %w", err)}
 	}
+	// Blobs stored here are unreferenced until recorded: keep prune out.
+	gl, err := c.lock(ctx, gcLock, true)
+	if err != nil {
+		return nil, &Error{Err: err}
+	}
+	defer unlock(gl)
 	dir := src
 	if !st.IsDir() {
 		tmp := c.tempPath("import")

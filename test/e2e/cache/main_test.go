@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -17,12 +18,18 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/kptr-dev/kptr/cache"
+
 	"github.com/kptr-dev/kptr/test/fnimage"
 )
 
 var kptrBin string
 
 func TestMain(m *testing.M) {
+	if ref := os.Getenv("KPTR_E2E_HOLD"); ref != "" {
+		holdAndWait(ref)
+		return
+	}
 	dir, err := os.MkdirTemp("", "kptr-e2e-cache-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -129,4 +136,23 @@ func errorLines(stderr string) []string {
 		}
 	}
 	return out
+}
+
+// holdAndWait is a stand-in for a long render: another process that resolved
+// an image and is still using it. It prints the rootfs, then waits for stdin
+// to close.
+func holdAndWait(ref string) {
+	c, err := cache.Open(os.Getenv("KPTR_CACHE_DIR"), cache.WithOffline(true))
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	b, err := c.Resolve(context.Background(), ref)
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	fmt.Println(b.Rootfs)
+	io.Copy(io.Discard, os.Stdin)
+	os.Exit(0)
 }

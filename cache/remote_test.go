@@ -1,0 +1,129 @@
+package cache
+
+import (
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+)
+
+// A registry that accepts connections and never answers, and one that stops
+// sending in the middle of a blob: both fail within the timeout, naming the
+// image, and leave nothing behind.
+func TestHangingRegistryTimesOut(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // hold it open, say nothing
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+	}()
+	c := openTest(t, "", WithTimeout(500*time.Millisecond))
+	ref := l.Addr().String() + "/fn/hang:v1"
+	start := time.Now()
+	_, err = c.Resolve(ctx, ref)
+	if err == nil || !strings.Contains(err.Error(), ref) || time.Since(start) > 20*time.Second {
+		t.Fatalf("hanging registry: %v after %v", err, time.Since(start))
+	}
+
+	// Stalls mid-blob.
+	reg := newTestRegistry(t)
+	big := gzipLayer(t, file("big", strings.Repeat("0123456789abcdef", 1<<16)))
+	img := image(t, false, HostPlatform().Architecture, big)
+	stallRef := reg.Host + "/fn/stall:v1"
+	push(t, img, stallRef)
+	bd, _ := big.Digest()
+	stall := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, bd.String()) {
+			w.Header().Set("Content-Length", "1000000")
+			w.WriteHeader(200)
+			w.Write([]byte("partial"))
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+			return
+		}
+		reg.Config.Handler.ServeHTTP(w, r)
+	}))
+	defer stall.Close()
+	c = openTest(t, "", WithTimeout(500*time.Millisecond), WithMirrors(Mirror{From: reg.Host, To: strings.TrimPrefix(stall.URL, "http://")}))
+	start = time.Now()
+	_, err = c.Resolve(ctx, stallRef)
+	if err == nil || !strings.Contains(err.Error(), "registry sent nothing") || time.Since(start) > 20*time.Second {
+		t.Fatalf("stalled blob: %v after %v", err, time.Since(start))
+	}
+	if n := dirEntries(c.path(tmpDir)); len(n) != 0 {
+		t.Fatalf("debris: %v", n)
+	}
+}
+
+type countingProgress struct {
+	mu    sync.Mutex
+	bytes map[string]int64
+	size  map[string]int64
+	done  int
+}
+
+func (p *countingProgress) Layer(image string, d v1.Hash, size int64) LayerProgress {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.size[d.String()] = size
+	return &countingLayer{p, d.String()}
+}
+
+type countingLayer struct {
+	p *countingProgress
+	d string
+}
+
+func (l *countingLayer) Add(n int) { l.p.mu.Lock(); l.p.bytes[l.d] += int64(n); l.p.mu.Unlock() }
+func (l *countingLayer) Done(err error) {
+	l.p.mu.Lock()
+	if err == nil {
+		l.p.done++
+	}
+	l.p.mu.Unlock()
+}
+
+func TestProgressReportsEveryLayerByte(t *testing.T) {
+	reg := newTestRegistry(t)
+	l1, l2 := gzipLayer(t, file("a", strings.Repeat("a", 300000))), zstdLayer(t, file("b", "b"))
+	ref := reg.Host + "/fn/progress:v1"
+	push(t, image(t, true, HostPlatform().Architecture, l1, l2), ref)
+	p := &countingProgress{bytes: map[string]int64{}, size: map[string]int64{}}
+	if _, err := openTest(t, "", WithProgress(p)).Resolve(ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+	if p.done != 2 {
+		t.Fatalf("%d layers done", p.done)
+	}
+	for _, l := range []v1.Layer{l1, l2} {
+		d, _ := l.Digest()
+		sz, _ := l.Size()
+		if p.bytes[d.String()] != sz || p.size[d.String()] != sz {
+			t.Fatalf("layer %s: reported %d of %d bytes (announced %d)", d, p.bytes[d.String()], sz, p.size[d.String()])
+		}
+	}
+}
