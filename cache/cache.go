@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -32,6 +33,11 @@ type Cache struct {
 
 	mu    sync.Mutex
 	holds map[string]*flock.Flock // manifest hex → shared lock held until Close
+
+	// readOnly: the directory cannot be written (a pre-warmed cache on a
+	// read-only volume). Nothing can change it, so resolves of what it holds
+	// need no locks; anything that must write fails with the file system's error.
+	readOnly bool
 }
 
 // Open opens (creating it if needed) the cache in dir.
@@ -47,6 +53,12 @@ func Open(dir string, opts ...Option) (*Cache, error) {
 	c := &Cache{dir: abs, s: s, holds: map[string]*flock.Flock{}}
 	if err := c.initLayout(); err != nil {
 		return nil, &Error{Err: fmt.Errorf("cache directory %s: %w", abs, err)}
+	}
+	if f, err := os.CreateTemp(c.path(tmpDir), "probe-"); err == nil {
+		f.Close()
+		os.Remove(f.Name())
+	} else if errors.Is(err, syscall.EROFS) || errors.Is(err, os.ErrPermission) {
+		c.readOnly = true
 	}
 	base := remote.DefaultTransport.(*http.Transport).Clone()
 	base.DialContext = (&net.Dialer{Timeout: s.timeout, KeepAlive: 30 * time.Second}).DialContext
