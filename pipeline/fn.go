@@ -203,6 +203,13 @@ func (r *renderer) doFunction(st *fnStep, pn *pkgNode, input []*yaml.RNode, fnCo
 	}
 	output, err := filter.Filter(input)
 	fr.Stderr = string(stderr)
+	// the filter numbers its input in place; the numbers must not outlive
+	// the call (a failed call never gets to remove them)
+	for _, n := range input {
+		_ = n.PipeE(yaml.ClearAnnotation(kioutil.IdAnnotation))
+		_ = n.PipeE(yaml.ClearAnnotation(kioutil.LegacyIdAnnotation)) //nolint:staticcheck
+		_ = yaml.ClearEmptyAnnotations(n)
+	}
 	var ee *execError
 	if err != nil && !errors.As(err, &ee) {
 		// the function's output could not be parsed

@@ -1,9 +1,11 @@
 package pipeline
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	kptv1 "github.com/kptr-dev/kptr/pipeline/kptfile/v1"
 	"sigs.k8s.io/kustomize/kyaml/kio"
@@ -108,7 +110,9 @@ func (p *pkgNode) localResources() ([]*yaml.RNode, error) {
 		WrapBareSeqNode:   true,
 	}.Read()
 	if err != nil {
-		return nil, wrap("pkg.readResources", p.status(), err)
+		// name the file relative to the package, not by its absolute path
+		msg := strings.ReplaceAll(err.Error(), p.dir+string(filepath.Separator), "")
+		return nil, wrap("pkg.readResources", p.status(), errors.New(msg))
 	}
 	var kf, rest []*yaml.RNode
 	for _, n := range nodes {

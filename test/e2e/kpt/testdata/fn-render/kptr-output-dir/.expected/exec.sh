@@ -1,0 +1,3 @@
+set -eo pipefail
+kpt fn render --allow-exec -o ../rendered-out >/dev/null
+cp -r ../rendered-out ./rendered
