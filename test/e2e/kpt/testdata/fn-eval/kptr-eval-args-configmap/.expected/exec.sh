@@ -1,0 +1,2 @@
+set -eo pipefail
+kpt fn eval --exec fx -- op=echo answer=42

@@ -1,0 +1,1 @@
+kpt live apply
