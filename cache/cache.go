@@ -122,15 +122,16 @@ func isLoopback(host string) bool {
 // meta is rootfs/<hex>/meta.json, written before the rootfs directory is
 // committed: its presence in a committed directory means the rootfs is whole.
 type meta struct {
-	Manifest string    `json:"manifest"`
-	Config   string    `json:"config"`
-	Layers   []string  `json:"layers"`
-	Platform string    `json:"platform,omitempty"`
-	Image    v1.Config `json:"image"`
-	Files    int       `json:"files"`
-	Bytes    int64     `json:"bytes"`
-	Tree     string    `json:"tree"`
-	Unpacked time.Time `json:"unpacked"`
+	Manifest  string    `json:"manifest"`
+	MediaType string    `json:"mediaType,omitempty"`
+	Config    string    `json:"config"`
+	Layers    []string  `json:"layers"`
+	Platform  string    `json:"platform,omitempty"`
+	Image     v1.Config `json:"image"`
+	Files     int       `json:"files"`
+	Bytes     int64     `json:"bytes"`
+	Tree      string    `json:"tree"`
+	Unpacked  time.Time `json:"unpacked"`
 }
 
 func (c *Cache) metaPath(hex string) string { return c.path(rootfsDir, hex, "meta.json") }
@@ -258,11 +259,24 @@ func (c *Cache) pull(ctx context.Context, ir imageRef, desc *v1.Descriptor) (Bun
 		return Bundle{}, err
 	}
 	m := v.(*meta)
+	if p, err := v1.ParsePlatform(m.Platform); m.Platform != "" && err == nil && !platformMatches(*p, c.s.platform) {
+		return Bundle{}, fmt.Errorf("image is for %s, not %s", m.Platform, platformString(&c.s.platform))
+	}
 	if err := c.hold(ctx, desc.Digest.Hex); err != nil {
 		return Bundle{}, err
 	}
 	if desc.MediaType == "" {
-		desc.MediaType = types.OCIManifestSchema1
+		desc.MediaType = types.MediaType(m.MediaType)
+		if desc.MediaType == "" {
+			desc.MediaType = types.OCIManifestSchema1
+		}
+	}
+	if desc.Platform == nil && m.Platform != "" {
+		// Single-platform images are recorded with their config's platform,
+		// so --platform never picks up a cached image of another one.
+		if p, err := v1.ParsePlatform(m.Platform); err == nil {
+			desc.Platform = p
+		}
 	}
 	if desc.Size == 0 {
 		if st, err := os.Stat(c.blobPath(desc.Digest)); err == nil {
@@ -498,7 +512,7 @@ func (c *Cache) unpack(ctx context.Context, ir imageRef, desc v1.Descriptor) (*m
 	if err != nil {
 		return nil, err
 	}
-	m := &meta{Manifest: desc.Digest.String(), Config: mf.Config.Digest.String(), Layers: layers,
+	m := &meta{Manifest: desc.Digest.String(), MediaType: string(mf.MediaType), Config: mf.Config.Digest.String(), Layers: layers,
 		Image: cf.Config, Files: files, Bytes: size, Tree: tree, Unpacked: time.Now().UTC()}
 	if cf.OS != "" {
 		m.Platform = platformString(&v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant})

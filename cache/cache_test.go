@@ -210,6 +210,20 @@ func TestImageShapes(t *testing.T) {
 			t.Fatalf("%s: picked the %q image", r, got)
 		}
 	}
+	// Another platform on request, recorded beside the host's.
+	oc := openTest(t, c.Dir(), WithPlatform(v1.Platform{OS: "linux", Architecture: other}))
+	for _, r := range []string{"list:v1", "buildx:v1"} {
+		b, err := oc.Resolve(ctx, reg.Host+"/fn/"+r)
+		if err != nil || readFile(t, filepath.Join(b.Rootfs, "arch")) != "other" {
+			t.Fatalf("%s for %s: %v", r, other, err)
+		}
+		if b, _ := c.Resolve(ctx, reg.Host+"/fn/"+r); readFile(t, filepath.Join(b.Rootfs, "arch")) != "host" {
+			t.Fatalf("%s: host resolution lost after the %s one", r, other)
+		}
+	}
+	if _, err := oc.Resolve(ctx, reg.Host+"/fn/single:v1"); err == nil {
+		t.Fatalf("single-arch host image resolved for %s", other)
+	}
 	_, err := c.Resolve(ctx, reg.Host+"/fn/foreign:v1")
 	if err == nil || !strings.Contains(err.Error(), "linux/"+other) || strings.Contains(err.Error(), "unknown/unknown") ||
 		!strings.Contains(err.Error(), "fn/foreign:v1") {

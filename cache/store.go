@@ -178,7 +178,7 @@ func (c *Cache) record(ctx context.Context, key string, desc v1.Descriptor) erro
 	return c.updateIndex(ctx, func(idx *v1.IndexManifest) bool {
 		out := idx.Manifests[:0]
 		for _, d := range idx.Manifests {
-			if d.Annotations[annRefName] != key || !samePlatform(d.Platform, desc.Platform) {
+			if d.Annotations[annRefName] != key || !(d.Platform == nil || desc.Platform == nil || samePlatform(d.Platform, desc.Platform)) {
 				out = append(out, d)
 			}
 		}
