@@ -60,10 +60,8 @@ func Eval(ctx context.Context, dir string, fn EvalFunction, opts Options, stdin 
 			return fail(err)
 		}
 		root = abs
-		if opts.Output == OutputInPlace {
-			if err := Recover(root); err != nil {
-				return fail(err)
-			}
+		if err := Recover(root); err != nil {
+			return fail(err)
 		}
 		if _, err := os.Stat(root); err != nil {
 			return fail(err)
