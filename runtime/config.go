@@ -77,7 +77,12 @@ type entry struct {
 
 // runSpec is everything that determines one run's sandbox.
 type runSpec struct {
-	ID      string
+	ID string
+	// Direct: the cached rootfs is the container root itself (one bind,
+	// read-only before the function starts) because it already has every
+	// mount point the sandbox needs; otherwise Root is a private directory
+	// of mount points onto which each top-level entry of Image is bound.
+	Direct  bool
 	Root    string  // the run's private root directory (mount points, symlinks)
 	Image   string  // the cached rootfs, bound read-only
 	Entries []entry // top-level entries of Image
@@ -157,8 +162,11 @@ func buildConfig(s runSpec) (*configs.Config, error) {
 	// The image, read-only: every top-level directory and file bound from the
 	// cache into the run's own root (which holds only mount points and copies
 	// of top-level symlinks), so nothing ever writes into the cache.
+	if s.Direct {
+		c.Rootfs = s.Image
+	}
 	for _, e := range s.Entries {
-		if skippedTop[e.Name] || e.Kind == entrySymlink {
+		if s.Direct || skippedTop[e.Name] || e.Kind == entrySymlink {
 			continue
 		}
 		c.Mounts = append(c.Mounts, &configs.Mount{

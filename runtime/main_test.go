@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -35,7 +36,14 @@ const imagePath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:
 var (
 	rootfsOnce sync.Once
 	rootfsDir  string
+	directDir  string
 )
+
+// directRootfs is testRootfs with /proc and /dev mount points.
+func directRootfs(t testing.TB) string {
+	testRootfs(t)
+	return directDir
+}
 
 // testRootfs is a catalog-shaped root filesystem, built by hand once per test
 // binary: busybox with /bin/sh, /etc/passwd with root and nobody (home
@@ -70,6 +78,15 @@ func testRootfs(t testing.TB) string {
 		must(t, os.Chmod(filepath.Join(dir, "usr/local/bin/suid"), 0o4755))
 		must(t, os.Symlink("usr/bin", filepath.Join(dir, "sbin")))
 		rootfsDir = dir
+		// The same image with the mount points catalog images have (/proc,
+		// /dev), so the sandbox uses it directly as its root.
+		direct := filepath.Join(testTmp, "cache", "rootfs-direct")
+		if out, err := exec.Command("cp", "-a", dir, direct).CombinedOutput(); err != nil {
+			t.Fatalf("cp: %v %s", err, out)
+		}
+		must(t, os.Mkdir(filepath.Join(direct, "proc"), 0o755))
+		must(t, os.Mkdir(filepath.Join(direct, "dev"), 0o755))
+		directDir = direct
 	})
 	if rootfsDir == "" {
 		t.Fatal("test rootfs could not be built")

@@ -42,6 +42,10 @@ type Result struct {
 	Stderr   []byte
 	ExitCode int
 	Duration time.Duration
+	// MaxRSS is the peak resident set size in bytes of the function's main
+	// process (in the sandbox: including the container init it starts as);
+	// 0 when unknown.
+	MaxRSS int64
 }
 
 // Runner runs a bundle. Implementations are safe for concurrent use.

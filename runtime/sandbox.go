@@ -191,14 +191,17 @@ func (s *Sandbox) run(ctx context.Context, b cache.Bundle, inv Invocation) (Resu
 	if fi, err := statIn(b.Rootfs, "/etc/resolv.conf"); err == nil && fi.Mode().IsRegular() {
 		spec.ResolvConf = true
 	}
+	spec.Direct = s.directRoot(b.Rootfs, spec)
 	cfg, err := buildConfig(spec)
 	if err != nil {
 		return Result{}, err
 	}
-	if err := makeRoot(spec.Root, entries); err != nil {
-		return Result{}, fmt.Errorf("prepare root: %w", err)
+	if !spec.Direct {
+		if err := makeRoot(spec.Root, entries); err != nil {
+			return Result{}, fmt.Errorf("prepare root: %w", err)
+		}
+		defer os.RemoveAll(spec.Root)
 	}
-	defer os.RemoveAll(spec.Root)
 
 	c, err := libcontainer.Create(s.stateDir, id, cfg)
 	if err != nil {
@@ -226,6 +229,9 @@ func (s *Sandbox) run(ctx context.Context, b cache.Bundle, inv Invocation) (Resu
 	p := &libcontainer.Process{
 		Args: proc.Args, Env: proc.Env, Cwd: proc.Cwd, UID: proc.UID, GID: proc.GID,
 		Stdin: sio.childIn, Stdout: sio.childOut, Stderr: sio.childErr, Init: true,
+		// Only errors from the init's log pipe: debug lines cost a write
+		// and a JSON decode each, dozens per start.
+		LogLevel: strconv.Itoa(int(logrus.ErrorLevel)),
 	}
 	if err := c.Run(p); err != nil {
 		sio.closeChild()
@@ -286,6 +292,9 @@ func wait(ctx context.Context, timeout time.Duration, sio *stdio, waitFn func() 
 	if ps == nil {
 		return res, fmt.Errorf("wait: %w", werr)
 	}
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		res.MaxRSS = ru.Maxrss << 10
+	}
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		res.ExitCode = 128 + int(ws.Signal())
 		return res, nil
@@ -301,6 +310,41 @@ func unwrapStart(err error) error {
 		return errors.New(msg[i:])
 	}
 	return err
+}
+
+// directRoot says whether the cached rootfs can be the container's root
+// as it is: libcontainer creates missing mount points inside the root, so
+// that is only allowed when every mount point already exists (then nothing
+// is ever written: the root is bound, mounted on and made read-only before
+// the function starts), and when the run's mapped uid can reach the rootfs.
+func (s *Sandbox) directRoot(rootfs string, spec runSpec) bool {
+	for _, d := range []string{"/proc", "/dev", "/tmp"} {
+		if fi, err := os.Lstat(filepath.Join(rootfs, d)); err != nil || !fi.IsDir() {
+			return false
+		}
+	}
+	for _, m := range spec.Inv.Mounts {
+		if _, err := statIn(rootfs, m.Target); err != nil {
+			return false
+		}
+	}
+	if s.feat.Root && !worldTraversable(rootfs) {
+		return false // the mapped uid could not reach it; binds are opened by kptr instead
+	}
+	return true
+}
+
+// worldTraversable: every directory from / to dir is searchable by others.
+func worldTraversable(dir string) bool {
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil || fi.Mode().Perm()&0o001 == 0 {
+			return false
+		}
+		if d == "/" {
+			return true
+		}
+	}
 }
 
 // topEntries lists the top level of a cached rootfs once per rootfs.
