@@ -154,6 +154,13 @@ func TestFinishManifestsAnnotatesAppMetadata(t *testing.T) {
 			t.Error("credential leaked into an annotation")
 		}
 	}
+	// A numeric revision stays a string (Kubernetes annotations are strings).
+	nodes, _ = finishManifests(parseStream(t, renderedStream), "kptr.dev", [][2]string{{"revision", "1234"}, {"app-name", "true"}})
+	if out := writeStream(t, nodes); !strings.Contains(out, `kptr.dev/revision: "1234"`) && !strings.Contains(out, `kptr.dev/revision: '1234'`) {
+		t.Errorf("numeric revision not quoted:\n%s", out)
+	} else if !strings.Contains(out, `kptr.dev/app-name: "true"`) && !strings.Contains(out, `kptr.dev/app-name: 'true'`) {
+		t.Errorf("boolean-looking value not quoted:\n%s", out)
+	}
 	// Without a domain nothing is added, even with metadata present.
 	nodes, _ = finishManifests(parseStream(t, renderedStream), "", md)
 	if strings.Contains(writeStream(t, nodes), "app-name") {

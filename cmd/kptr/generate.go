@@ -5,11 +5,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 
+	"github.com/kptr-dev/kptr/pipeline"
+	"github.com/kptr-dev/kptr/runtime"
+
+	"sigs.k8s.io/kustomize/kyaml/fn/framework"
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
@@ -163,7 +168,8 @@ func finishManifests(nodes []*yaml.RNode, domain string, md [][2]string) ([]*yam
 			if domain == "" {
 				break
 			}
-			if err := n.PipeE(yaml.SetAnnotation(domain+"/"+kv[0], kv[1])); err != nil {
+			// A string node: a revision like "1234" must stay a string.
+			if err := n.PipeE(yaml.LookupCreate(yaml.MappingNode, yaml.MetadataField, yaml.AnnotationsField), yaml.SetField(domain+"/"+kv[0], yaml.NewStringRNode(kv[1]))); err != nil {
 				return nil, fmt.Errorf("annotating %s: %w", resourceID(n), err)
 			}
 		}
@@ -244,18 +250,91 @@ func redact(s string) string {
 }
 
 // renderForGenerate renders the package tree at dir in memory with the
-// operator's policy enforced around the cache and the runner.
+// operator's policy enforced around the cache and the runners. The cache and
+// the sandbox are opened only when a function image actually runs.
 func renderForGenerate(ctx context.Context, g *globals, p *policy, dir string) ([]*yaml.RNode, error) {
-	c, err := g.openCache(ctx)
+	env := &lazyEnv{ctx: ctx, g: g}
+	res := &allowListResolver{next: env, patterns: p.AllowedImages}
+	maxOut := envInt64(g.getenv("KPTR_FN_MAX_OUTPUT"), 0)
+	resultsDir, err := os.MkdirTemp("", "kptr-generate-")
 	if err != nil {
-		return nil, err
+		return nil, withCode(exitEnv, err)
 	}
-	r, err := g.newRunner()
+	defer os.RemoveAll(resultsDir)
+	var transcript io.Writer // kpt's [RUNNING]/[PASS] lines: only when debugging
+	if strings.EqualFold(g.logLevel, "debug") {
+		transcript = g.stderr
+	}
+	out, err := pipeline.Render(ctx, dir, pipeline.Options{
+		Resolver:     res,
+		Runner:       &policyRunner{next: env, allowExec: p.AllowExec, allowNetwork: p.AllowNetwork},
+		ExecRunner:   &policyRunner{next: runtime.Host{Timeout: g.fnTimeout, MaxOutput: maxOut}, allowExec: p.AllowExec, allowNetwork: p.AllowNetwork},
+		ImagePrefix:  g.imagePrefix,
+		AllowExec:    p.AllowExec,
+		AllowNetwork: p.AllowNetwork,
+		AllowImage:   res.check,
+		Timeout:      g.fnTimeout,
+		MaxOutput:    maxOut,
+		Stderr:       transcript,
+		Output:       pipeline.OutputMemory,
+		ResultsDir:   resultsDir,
+	})
 	if err != nil {
-		return nil, err
+		msg := err.Error()
+		if d := failedFunctionDetail(resultsDir); d != "" {
+			msg += ": " + d
+		}
+		msg = strings.ReplaceAll(msg, dir, displayPath(dir))
+		return nil, &exitError{exitCodeOf(err), errors.New(msg)}
 	}
-	res := &allowListResolver{next: c, patterns: p.AllowedImages}
-	run := &policyRunner{next: r, allowExec: p.AllowExec, allowNetwork: p.AllowNetwork}
-	_, _ = res, run
-	return nil, withCode(exitEnv, errors.New("pipeline: in-memory render not available yet"))
+	return out.Resources, nil
+}
+
+// failedFunctionDetail returns what the failed function said (its error
+// results and the tail of its stderr) from the render's results.yaml: the
+// part of a failure the app's owner needs to fix it.
+func failedFunctionDetail(resultsDir string) string {
+	b, err := os.ReadFile(filepath.Join(resultsDir, "results.yaml"))
+	if err != nil {
+		return ""
+	}
+	var rl pipeline.ResultList
+	if err := yaml.Unmarshal(b, &rl); err != nil {
+		return ""
+	}
+	for i := len(rl.Items) - 1; i >= 0; i-- {
+		it := rl.Items[i]
+		if it.ExitCode == 0 {
+			continue
+		}
+		parts := []string{fmt.Sprintf("exit code %d", it.ExitCode)}
+		for _, r := range it.Results {
+			if r != nil && r.Severity == framework.Error {
+				parts = append(parts, strings.TrimSpace(r.Message))
+			}
+		}
+		if t := tail(it.Stderr, 3, 600); t != "" {
+			parts = append(parts, t)
+		}
+		return strings.Join(parts, "; ")
+	}
+	return ""
+}
+
+// tail keeps the last n non-empty lines of s, at most max bytes.
+func tail(s string, n, max int) string {
+	var lines []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	t := strings.Join(lines, " | ")
+	if len(t) > max {
+		t = "..." + t[len(t)-max:]
+	}
+	return t
 }

@@ -237,6 +237,38 @@ func (r *allowListResolver) Resolve(ctx context.Context, ref string) (cache.Bund
 	return r.next.Resolve(ctx, ref)
 }
 
+// ResolveConstraint lists a repository's tags (Kptfile `tag:` constraints)
+// only if the allow-list could allow some tag of it, and checks the result.
+func (r *allowListResolver) ResolveConstraint(ctx context.Context, repo, constraint string) (string, error) {
+	if err := r.checkRepo(repo); err != nil {
+		return "", err
+	}
+	cr, ok := r.next.(pipeline.ConstraintResolver)
+	if !ok {
+		return "", errors.New("the image cache cannot resolve tag constraints")
+	}
+	ref, err := cr.ResolveConstraint(ctx, repo, constraint)
+	if err != nil {
+		return "", err
+	}
+	if err := r.check(ref); err != nil {
+		return "", err
+	}
+	return ref, nil
+}
+
+// checkRepo allows repo if some pattern, its tag part ignored, matches it.
+func (r *allowListResolver) checkRepo(repo string) error {
+	pats := make([]string, len(r.patterns))
+	for i, p := range r.patterns {
+		pats[i] = repoPart(p)
+	}
+	if ok, _ := imageAllowed(repo, pats); ok {
+		return nil
+	}
+	return &policyError{fmt.Sprintf("image repository %q is not allowed by the operator's policy (KPTR_ALLOWED_IMAGES: %s)", repo, strings.Join(r.patterns, ", "))}
+}
+
 func (r *allowListResolver) check(ref string) error {
 	ok, err := imageAllowed(ref, r.patterns)
 	if err != nil {

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/pipeline"
+)
+
+// `kptr prewarm` fills the image cache ahead of time, so that the first
+// `kptr generate` of an Argo CD app is not a cold pull racing the repo-server's
+// 60-second deadline, and exports the images for air-gapped clusters.
+
+func init() {
+	register(&command{name: "prewarm", summary: "pull every function image the Kptfiles under DIRs name into the cache (and optionally export them)", run: runPrewarm})
+}
+
+const prewarmUsage = "[DIR...] [--image REF...] [--images-file FILE] [--export DIR|FILE.tar|-]"
+
+func runPrewarm(ctx context.Context, g *globals, args []string) error {
+	fs := g.flagSet("prewarm", prewarmUsage)
+	var images []string
+	var imagesFile, export string
+	var jobs int
+	fs.StringArrayVar(&images, "image", nil, "also pull this image, repeatable (kpt's name rules apply: bare names get the catalog prefix, untagged ones :latest)")
+	fs.StringVar(&imagesFile, "images-file", "", "also pull the images listed in FILE, one per line ('#' comments)")
+	fs.StringVar(&export, "export", "", "then write the images as an OCI layout directory, a tarball (*.tar) or a tar stream on stdout (-), for kptr cache import on another machine")
+	fs.IntVar(&jobs, "jobs", 4, "images pulled in parallel")
+	if err := g.parse(fs, args); err != nil {
+		return err
+	}
+	dirs := fs.Args()
+	if len(dirs) == 0 && len(images) == 0 && imagesFile == "" {
+		dirs = []string{"."}
+	}
+	if jobs < 1 {
+		return usageError("--jobs must be at least 1")
+	}
+	if imagesFile != "" {
+		listed, err := readImagesFile(imagesFile)
+		if err != nil {
+			return usageError("--images-file: %v", err)
+		}
+		images = append(images, listed...)
+	}
+
+	// Plain progress lines at info level: for prewarm the progress is the output.
+	c, err := g.openCacheWith(slog.LevelInfo)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+
+	refs, err := prewarmRefs(dirs, images, g.imagePrefix, c)
+	if err != nil {
+		return err
+	}
+	if len(refs) == 0 {
+		fmt.Fprintln(g.stderr, "kptr prewarm: no function images found")
+		return nil
+	}
+
+	bundles, err := pullAll(ctx, c, refs, jobs)
+	for i, ref := range refs {
+		if bundles[i].Digest.Hex != "" {
+			fmt.Fprintf(g.stderr, "%s %s\n", ref, bundles[i].Digest)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if export != "" {
+		asTar := export == "-" || strings.HasSuffix(export, ".tar")
+		if err := c.Export(ctx, refs, export, asTar, g.stdout); err != nil {
+			return err
+		}
+		if export != "-" {
+			fmt.Fprintf(g.stderr, "exported %d image(s) to %s\n", len(refs), export)
+		}
+	}
+	fmt.Fprintf(g.stderr, "prewarmed %d image(s) in %s\n", len(refs), c.Dir())
+	return nil
+}
+
+// prewarmRefs collects the images of every Kptfile under dirs (as render
+// resolves them) and the listed images, sorted and unique.
+func prewarmRefs(dirs, images []string, prefix string, c *cache.Cache) ([]string, error) {
+	seen := map[string]bool{}
+	for _, d := range dirs {
+		st, err := os.Stat(d)
+		if err != nil {
+			return nil, usageError("%v", err)
+		}
+		if !st.IsDir() {
+			return nil, usageError("%s is not a directory", d)
+		}
+		refs, err := pipeline.Images(d, pipeline.Options{ImagePrefix: prefix, Resolver: c})
+		if err != nil {
+			return nil, withCode(exitUsage, fmt.Errorf("%s: %w", d, err))
+		}
+		for _, r := range refs {
+			seen[r] = true
+		}
+	}
+	for _, img := range images {
+		seen[pipeline.ImageName(img, prefix, true)] = true
+	}
+	out := make([]string, 0, len(seen))
+	for r := range seen {
+		out = append(out, r)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// readImagesFile reads one image reference per line; blank lines and
+// '#' comments are skipped.
+func readImagesFile(p string) ([]string, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = line[:i]
+		}
+		if line = strings.TrimSpace(line); line != "" {
+			out = append(out, line)
+		}
+	}
+	return out, sc.Err()
+}
+
+// pullAll resolves refs (pull, verify, unpack) with at most jobs in flight.
+// Every failure is reported; the first one's exit code wins.
+func pullAll(ctx context.Context, c *cache.Cache, refs []string, jobs int) ([]cache.Bundle, error) {
+	bundles := make([]cache.Bundle, len(refs))
+	errs := make([]error, len(refs))
+	sem := make(chan struct{}, jobs)
+	var wg sync.WaitGroup
+	for i, ref := range refs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			bundles[i], errs[i] = c.Resolve(ctx, ref)
+		}()
+	}
+	wg.Wait()
+	var failed []error
+	for i, err := range errs {
+		if err != nil {
+			if !strings.Contains(err.Error(), refs[i]) {
+				err = fmt.Errorf("%s: %w", refs[i], err)
+			}
+			failed = append(failed, err)
+		}
+	}
+	if len(failed) == 0 {
+		return bundles, nil
+	}
+	code := exitCodeOf(failed[0])
+	return bundles, withCode(code, fmt.Errorf("%d of %d image(s) failed: %w", len(failed), len(refs), errors.Join(failed...)))
+}
