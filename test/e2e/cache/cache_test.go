@@ -1,7 +1,10 @@
 package cache_test
 
 import (
+	"archive/tar"
+	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,11 +12,13 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/compression"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
@@ -116,7 +121,32 @@ func TestRealImageShapes(t *testing.T) {
 
 	fnimage.Push(t, hostImg, reg.Addr+"/fn/single:v1")
 
+	// Several layers: the catalog base, a zstd layer with whiteouts (a file
+	// of the base, and an opaque directory), an uncompressed layer.
+	zl, err := tarball.LayerFromOpener(tarOpener(t,
+		tarEntry{name: "bin/.wh.cat"}, tarEntry{name: "etc/", dir: true}, tarEntry{name: "etc/.wh..wh..opq"},
+		tarEntry{name: "etc/motd", body: "zstd"}), tarball.WithCompression(compression.ZStd))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plain bytes.Buffer
+	rc, _ := tarOpener(t, tarEntry{name: "data/plain", body: "uncompressed"})()
+	plain.ReadFrom(rc)
+	layered := fnimage.Build(t, "cat", fnimage.WithLayers(zl, static.NewLayer(plain.Bytes(), types.OCIUncompressedLayer)))
+	fnimage.Push(t, layered, reg.Addr+"/fn/layers:v1")
+
 	cacheDir := t.TempDir()
+	r := kptr(t, cacheDir, "cache", "pull", reg.Addr+"/fn/layers:v1").must(t)
+	if !strings.Contains(r.stdout, digestOf(t, layered)) {
+		t.Fatalf("layers: %s", r.stdout)
+	}
+	root := filepath.Join(cacheDir, "rootfs", strings.TrimPrefix(digestOf(t, layered), "sha256:"), "rootfs")
+	for p, want := range map[string]bool{"bin/cat": false, "bin/sh": true, "etc/passwd": false, "etc/motd": true, "data/plain": true, "usr/local/bin/function": true} {
+		if _, err := os.Lstat(filepath.Join(root, p)); (err == nil) != want {
+			t.Errorf("%s: present=%v, want %v", p, err == nil, want)
+		}
+	}
+
 	for _, r := range []string{"list:v1", "buildx:v1", "single:v1"} {
 		kptr(t, cacheDir, "cache", "pull", reg.Addr+"/fn/"+r).must(t)
 		// Same image every time: the amd64 one.
@@ -125,7 +155,7 @@ func TestRealImageShapes(t *testing.T) {
 			t.Fatalf("%s: not the amd64 image", r)
 		}
 	}
-	r := kptr(t, cacheDir, "cache", "pull", reg.Addr+"/fn/armonly:v1")
+	r = kptr(t, cacheDir, "cache", "pull", reg.Addr+"/fn/armonly:v1")
 	if r.code != 3 || !strings.Contains(r.stderr, "linux/arm64") || strings.Contains(r.stderr, "unknown/unknown") ||
 		len(errorLines(r.stderr)) != 1 {
 		t.Fatalf("arm-only index: exit %d: %s", r.code, r.stderr)
@@ -228,4 +258,28 @@ func TestExportImport(t *testing.T) {
 		t.Fatalf("docker archive: %s", r.stdout)
 	}
 	kptr(t, dst, "cache", "verify").must(t)
+}
+
+type tarEntry struct {
+	name, body string
+	dir        bool
+}
+
+// tarOpener returns an opener of a tar stream holding entries.
+func tarOpener(t *testing.T, entries ...tarEntry) tarball.Opener {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, e := range entries {
+		h := &tar.Header{Name: e.name, Mode: 0o644, Size: int64(len(e.body)), Typeflag: tar.TypeReg}
+		if e.dir {
+			h.Typeflag, h.Mode, h.Size = tar.TypeDir, 0o755, 0
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(tw, e.body)
+	}
+	tw.Close()
+	b := buf.Bytes()
+	return func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
 }
