@@ -85,7 +85,14 @@ func TestFnRender(t *testing.T) { runAll(t, "fn-render", "render") }
 func TestFnEval(t *testing.T)   { runAll(t, "fn-eval", "eval") }
 
 func runAll(t *testing.T, sub, cmd string) {
-	for _, tc := range findCases(t, filepath.Join(shared.cwd, "testdata", sub), cmd) {
+	cases := findCases(t, filepath.Join(shared.cwd, "testdata", sub), cmd)
+	for _, tc := range cases {
+		if tc.cfg.NeedsImages && !catalogCases[sub+"/"+tc.name] && !tc.cfg.CatalogOnly {
+			primeImages(t)
+			break
+		}
+	}
+	for _, tc := range cases {
 		tc := tc
 		t.Run(tc.name, func(t *testing.T) {
 			if catalogCases[sub+"/"+tc.name] || tc.cfg.CatalogOnly {
@@ -100,5 +107,5 @@ func runAll(t *testing.T, sub, cmd string) {
 	}
 }
 
-// needImages prepares the fixture images in a registry (see images_test.go).
+// needImages checks the fixture images are in the registry (images_test.go).
 func needImages(t *testing.T) { t.Helper(); ensureImages(t) }

@@ -258,9 +258,12 @@ func (r *runner) args(tc testCase, pkg, resultsDir, outDir string) []string {
 
 func (r *runner) caseEnv(tc testCase) []string {
 	env := append([]string{}, r.env...)
+	if tc.cfg.NeedsImages {
+		env = append(env, imagesEnv...)
+	}
 	for k, v := range tc.cfg.Env {
 		env = append(env, k+"="+os.Expand(v, func(s string) string {
-			for _, e := range r.env {
+			for _, e := range env {
 				if strings.HasPrefix(e, s+"=") {
 					return e[len(s)+1:]
 				}
