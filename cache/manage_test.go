@@ -295,7 +295,8 @@ func TestKeychainAuthAndNoCredentialsInErrors(t *testing.T) {
 	}
 	bad := staticKeychain{host, "robot", "wr0ng-pass"}
 	_, err := openTest(t, "", mirror, WithKeychain(bad)).Resolve(ctx, ref)
-	if err == nil || strings.Contains(err.Error(), "wr0ng-pass") || !strings.Contains(err.Error(), "UNAUTHORIZED") {
+	if err == nil || strings.Contains(err.Error(), "wr0ng-pass") || !strings.Contains(err.Error(), "UNAUTHORIZED") ||
+		!strings.HasPrefix(err.Error(), ref+": ") || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("401: %v", err)
 	}
 	_, err = openTest(t, "", mirror).Resolve(ctx, ref)

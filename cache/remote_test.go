@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -125,5 +126,18 @@ func TestProgressReportsEveryLayerByte(t *testing.T) {
 		if p.bytes[d.String()] != sz || p.size[d.String()] != sz {
 			t.Fatalf("layer %s: reported %d of %d bytes (announced %d)", d, p.bytes[d.String()], sz, p.size[d.String()])
 		}
+	}
+}
+
+func TestUnknownRegistry(t *testing.T) {
+	c := openTest(t, "", WithTimeout(3*time.Second))
+	ref := "no-such-registry.invalid/fn/x:v1"
+	_, err := c.Resolve(ctx, ref)
+	var ce *Error
+	if !errors.As(err, &ce) || ce.ExitCode() != 3 || !strings.HasPrefix(err.Error(), ref+": ") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("unknown registry: %v", err)
+	}
+	if n := dirEntries(c.path(blobsDir)); len(n) != 0 {
+		t.Fatalf("blobs: %v", n)
 	}
 }
