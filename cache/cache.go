@@ -508,6 +508,9 @@ func (c *Cache) unpack(ctx context.Context, ir imageRef, desc v1.Descriptor) (*m
 	if err := u.finish(); err != nil {
 		return nil, err
 	}
+	if err := ensureMountpoints(root); err != nil {
+		return nil, err
+	}
 	tree, files, size, err := treeHash(root, u.sums)
 	if err != nil {
 		return nil, err

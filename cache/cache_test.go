@@ -40,6 +40,15 @@ func TestResolvePullsUnpacksAndRecords(t *testing.T) {
 	if fi, _ := os.Stat(filepath.Join(b.Rootfs, "usr/local/bin/function")); fi.Mode().Perm() != 0o755 {
 		t.Fatalf("function mode %v", fi.Mode())
 	}
+	// Mount points exist, so no runtime ever has to create one in the cache.
+	for _, m := range []string{"proc", "dev", "sys", "tmp"} {
+		if fi, err := os.Lstat(filepath.Join(b.Rootfs, m)); err != nil || !fi.IsDir() {
+			t.Fatalf("mount point /%s: %v", m, err)
+		}
+	}
+	if fi, _ := os.Stat(filepath.Join(b.Rootfs, "tmp")); fi.Mode()&os.ModeSticky == 0 || fi.Mode().Perm() != 0o777 {
+		t.Fatalf("/tmp mode %v", fi.Mode())
+	}
 	if len(b.Config.Entrypoint) != 1 || b.Config.Entrypoint[0] != "function" {
 		t.Fatalf("config %+v", b.Config)
 	}

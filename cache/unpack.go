@@ -396,6 +396,34 @@ func (u *unpacker) finish() error {
 	return nil
 }
 
+// mountpoints are created in every rootfs that lacks them (as Docker has
+// them in every container), so a runtime never needs to create one inside
+// the shared, read-only rootfs.
+var mountpoints = []struct {
+	name string
+	mode os.FileMode
+}{{"proc", 0o555}, {"dev", 0o755}, {"sys", 0o555}, {"tmp", 0o1777}}
+
+func ensureMountpoints(root string) error {
+	for _, m := range mountpoints {
+		p := filepath.Join(root, m.name)
+		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+			continue // present (whatever it is) or unreadable: leave it
+		}
+		if err := os.Mkdir(p, 0o755); err != nil {
+			return err
+		}
+		mode := m.mode.Perm()
+		if m.mode&0o1000 != 0 {
+			mode |= os.ModeSticky
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // treeHash is the rootfs marker: a digest over every entry's path, type, mode,
 // size and content (or link target), in lexical order. sums supplies content
 // hashes computed during extraction; without it, files are read.
