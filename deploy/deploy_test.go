@@ -241,6 +241,34 @@ func TestSecurityVariants(t *testing.T) {
 	}
 }
 
+func TestPrewarmedVariant(t *testing.T) {
+	spec := podSpec(t, build(t, "component", "variants/prewarmed"))
+	ic := named(spec["initContainers"], "kptr-prewarm")
+	if ic == nil {
+		t.Fatal("no kptr-prewarm init container")
+	}
+	kc := kptrContainer(t, spec)
+	if ic["image"] != kc["image"] {
+		t.Errorf("init image %v differs from the sidecar's %v", ic["image"], kc["image"])
+	}
+	if !reflect.DeepEqual(ic["command"], []any{"kptr", "cache", "import", "/usr/share/kptr/prewarm"}) {
+		t.Errorf("command = %v", ic["command"])
+	}
+	if m := named(ic["volumeMounts"], "kptr-cache"); m["mountPath"] != named(kc["volumeMounts"], "kptr-cache")["mountPath"] {
+		t.Errorf("init container mounts the cache at %v", m)
+	}
+	if !reflect.DeepEqual(ic["env"], []any{map[string]any{"name": "KPTR_CACHE_DIR", "value": "/home/argocd/.cache/kptr"}}) {
+		t.Errorf("env = %v", ic["env"])
+	}
+	if sc := ic["securityContext"].(map[string]any); sc["runAsUser"] != 999 || sc["readOnlyRootFilesystem"] != true {
+		t.Errorf("securityContext = %v", sc)
+	}
+	// The stock copyutil init container is still there.
+	if named(spec["initContainers"], "copyutil") == nil {
+		t.Error("copyutil init container lost")
+	}
+}
+
 func TestPluginConfigMapVariant(t *testing.T) {
 	objs := build(t, "component", "variants/plugin-configmap")
 	var cm *yaml.RNode
