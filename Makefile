@@ -6,7 +6,7 @@ LDFLAGS := -X main.version=$(VERSION)
 BIN := bin/kptr
 export CGO_ENABLED := 1
 
-.PHONY: help build build-seccomp test test-unit test-unpriv test-seccomp bench bench-cache demo image argocd-cmp-server test-argocd clean
+.PHONY: help build build-seccomp test test-unit test-unpriv test-seccomp bench-runtime bench bench-cache bench-pipeline demo image argocd-cmp-server test-argocd clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -26,20 +26,74 @@ test: build ## run every test suite (what CI runs)
 test-unit: ## all Go tests as the current user
 	$(GO) test -count=1 -timeout 25m ./...
 
-test-unpriv: ## the sandbox suite again as uid 999 with no capabilities and no_new_privs
-	@echo "test-unpriv: (runtime suite as uid 999)"
+# The sandbox suites (runtime/ and kptr's doctor/refusal tests) compiled once,
+# then run as the sidecar runs: uid 999, no capabilities, no_new_privs, its own
+# HOME and TMPDIR, fixture binaries prebuilt (uid 999 has no Go toolchain cache).
+UNPRIV_UID ?= 999
+SANDBOX_CMD_TESTS := ^(TestDoctor|TestNewRunnerModes|TestRefusesWithoutUserNamespaces)$$
+define run-unpriv
+	set -euo pipefail; d=$$(mktemp -d /tmp/kptr-unpriv.XXXXXX); trap 'rm -rf "$$d"' EXIT; \
+	mkdir -p "$$d/bin" "$$d/home" "$$d/tmp"; \
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o "$$d/bin/hostile" ./test/fixtures/hostile; \
+	$(GO) test -c $(1) -o "$$d/runtime.test" ./runtime; \
+	$(GO) test -c $(1) -o "$$d/kptr.test" ./cmd/kptr; \
+	chmod -R a+rX "$$d"; \
+	if [ "$$(id -u)" = 0 ]; then \
+	  chown $(UNPRIV_UID):$(UNPRIV_UID) "$$d/home" "$$d/tmp"; \
+	  as="setpriv --reuid=$(UNPRIV_UID) --regid=$(UNPRIV_UID) --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs"; \
+	else as="setpriv --no-new-privs"; fi; \
+	cd "$$d"; e="env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=$$d/home TMPDIR=$$d/tmp KPTR_FIXTURE_BIN_DIR=$$d/bin"; \
+	echo "== runtime suite as uid $$($$e $$as id -u) (no caps, no_new_privs) $(1)"; \
+	$$e $$as ./runtime.test -test.count=1 -test.timeout=10m; \
+	$$e $$as ./kptr.test -test.count=1 -test.run '$(SANDBOX_CMD_TESTS)'
+endef
 
-test-seccomp: ## the sandbox suite built with the seccomp tag
-	@echo "test-seccomp: (runtime suite with -tags seccomp)"
+test-unpriv: ## the sandbox suite again as uid 999 with no capabilities and no_new_privs
+	@$(call run-unpriv,)
+
+test-seccomp: ## the sandbox suite built with the seccomp tag (libseccomp), as root and as uid 999
+	$(GO) test -count=1 -tags seccomp ./runtime
+	@$(call run-unpriv,-tags seccomp)
+
+bench-runtime: ## per-run cost of the sandbox vs bare exec, bwrap, podman; as root and as uid 999 (figures → BENCHMARKS.md)
+	$(GO) test -run '^$$' -bench BenchmarkRun -benchtime 100x -count 1 ./runtime
+	@set -euo pipefail; d=$$(mktemp -d /tmp/kptr-bench.XXXXXX); trap 'rm -rf "$$d"' EXIT; \
+	mkdir -p "$$d/bin" "$$d/home" "$$d/tmp"; \
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o "$$d/bin/hostile" ./test/fixtures/hostile; \
+	$(GO) test -c -o "$$d/runtime.test" ./runtime; chmod -R a+rX "$$d"; \
+	if [ "$$(id -u)" = 0 ]; then chown $(UNPRIV_UID):$(UNPRIV_UID) "$$d/home" "$$d/tmp"; \
+	  echo "== as uid $(UNPRIV_UID), no capabilities, no_new_privs (the sidecar)"; \
+	  cd "$$d" && env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=$$d/home TMPDIR=$$d/tmp KPTR_FIXTURE_BIN_DIR=$$d/bin \
+	    setpriv --reuid=$(UNPRIV_UID) --regid=$(UNPRIV_UID) --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs \
+	    ./runtime.test -test.run '^$$' -test.bench BenchmarkRun -test.benchtime 100x; fi
 
 bench-cache: ## cache benchmarks: cold pull vs skopeo+umoci, cached resolve, peak RSS (figures → BENCHMARKS.md)
 	$(GO) test -run '^$$' -bench . -benchtime 2000x -count 1 ./cache
 	$(GO) test -run '^$$' -bench . -benchtime 3x -count 1 -timeout 20m ./test/e2e/cache
 
-bench: bench-cache ## benchmarks; figures go to BENCHMARKS.md
+bench: bench-cache bench-runtime bench-pipeline ## benchmarks; figures go to BENCHMARKS.md
 
-demo: ## render the bundled example offline with a separate demo cache
-	@echo "demo: (not yet)"
+bench-pipeline: ## render of generated 1k/10k-resource packages through 3 fixture functions: kptr overhead and peak RSS (figures → BENCHMARKS.md)
+	$(GO) test -run '^$$' -bench BenchmarkRender -benchtime 3x -count 1 -timeout 20m ./test/bench/pipeline
+
+# The demo works offline: function images are built from test/fixtures into an
+# OCI layout, imported into out/demo-cache (never the user's cache), and the
+# bundled package is rendered in a copy under out/demo.
+DEMO_CACHE := out/demo-cache
+DEMO_SANDBOX ?= auto
+demo: build ## render the bundled example offline with a separate demo cache
+	@set -euo pipefail; \
+	echo "== building the example function images from test/fixtures (no daemon, no network)"; \
+	$(GO) run ./examples/build-images -out out/demo-images; \
+	rm -rf $(DEMO_CACHE) out/demo; \
+	echo "== importing them into $(DEMO_CACHE)"; \
+	$(BIN) cache import --cache-dir $(DEMO_CACHE) out/demo-images; \
+	cp -r examples/demo out/demo; \
+	echo "== kptr fn render out/demo --offline  (Kptfile: examples/demo/Kptfile, subpackage examples/demo/db)"; \
+	$(BIN) fn render out/demo --cache-dir $(DEMO_CACHE) --offline --sandbox $(DEMO_SANDBOX); \
+	echo "== the rendered package (out/demo), Kptfiles aside:"; \
+	for f in $$(cd out/demo && find . -name '*.yaml' | sort); do echo "--- $$f"; cat out/demo/$$f; done; \
+	echo "== what changed:"; diff -ru examples/demo out/demo --exclude=Kptfile --exclude=README.md || true
 
 # --- Argo CD plugin: image, argocd-cmp-server, end-to-end test -------------
 IMAGE_TAG ?= ghcr.io/kptr-dev/kptr:$(subst +,-,$(VERSION))

@@ -75,45 +75,48 @@ func TestHostFilesInvisible(t *testing.T) {
 	}
 	// As container root too, which may read the image's /root (root's $HOME
 	// on the host is /root as well): a tmpfs there, the sentinel absent.
-	for _, inv := range []Invocation{{}, {AsCurrentUser: true}} {
-		_, f := run(t, inv, append([]string{"read"}, paths...)...)
-		for _, p := range paths {
-			if strings.HasPrefix(f[p], "readable") || inv.AsCurrentUser && !strings.Contains(f[p], "no such file") {
-				t.Errorf("host file %s inside the sandbox (as current user: %v): %q", p, inv.AsCurrentUser, f[p])
+	bothRootfs(t, func(t *testing.T, rootfs string) {
+		for _, inv := range []Invocation{{}, {AsCurrentUser: true}} {
+			_, f := runIn(t, rootfs, inv, append([]string{"read"}, paths...)...)
+			for _, p := range paths {
+				if strings.HasPrefix(f[p], "readable") || inv.AsCurrentUser && !strings.Contains(f[p], "no such file") {
+					t.Errorf("host file %s inside the sandbox (as current user: %v): %q", p, inv.AsCurrentUser, f[p])
+				}
 			}
 		}
-	}
+	})
 }
 
 // The cached rootfs is never modified, whatever the function writes; /tmp
 // and $HOME are writable, everything else is read-only.
 func TestRootfsNeverModified(t *testing.T) {
-	root := testRootfs(t)
-	before := snapshot(t, root)
-	_, f := run(t, Invocation{}, "write", "/etc/passwd", "/usr/local/bin/function", "/newfile", "/bin/x",
-		"/tmp/x", "/home/nobody/x", "/root/x", "/var/empty/x")
-	for _, p := range []string{"/etc/passwd", "/usr/local/bin/function", "/newfile", "/bin/x", "/var/empty/x"} {
-		if f[p] == "written" {
-			t.Errorf("%s writable in the sandbox", p)
+	bothRootfs(t, func(t *testing.T, root string) {
+		before := snapshot(t, root)
+		_, f := runIn(t, root, Invocation{}, "write", "/etc/passwd", "/usr/local/bin/function", "/newfile", "/bin/x",
+			"/tmp/x", "/home/nobody/x", "/root/x", "/var/empty/x", "/proc/x", "/dev/x")
+		for _, p := range []string{"/etc/passwd", "/usr/local/bin/function", "/newfile", "/bin/x", "/var/empty/x", "/proc/x"} {
+			if f[p] == "written" {
+				t.Errorf("%s writable in the sandbox", p)
+			}
 		}
-	}
-	if f["/tmp/x"] != "written" {
-		t.Errorf("/tmp not writable: %q", f["/tmp/x"])
-	}
-	if os.Geteuid() == 0 && f["/home/nobody/x"] != "written" {
-		t.Errorf("$HOME (/home/nobody) not writable: %q", f["/home/nobody/x"])
-	}
-	if after := snapshot(t, root); after != before {
-		t.Fatalf("cached rootfs changed by a run:\nbefore %s\nafter  %s", before, after)
-	}
-	// A function run as container root whose HOME is /root gets a tmpfs there.
-	_, f = run(t, Invocation{AsCurrentUser: true}, "write", "/root/x")
-	if f["/root/x"] != "written" {
-		t.Errorf("$HOME /root not writable for root: %q", f["/root/x"])
-	}
-	if after := snapshot(t, root); after != before {
-		t.Fatal("cached rootfs changed by a run as root")
-	}
+		if f["/tmp/x"] != "written" {
+			t.Errorf("/tmp not writable: %q", f["/tmp/x"])
+		}
+		if os.Geteuid() == 0 && f["/home/nobody/x"] != "written" {
+			t.Errorf("$HOME (/home/nobody) not writable: %q", f["/home/nobody/x"])
+		}
+		if after := snapshot(t, root); after != before {
+			t.Fatalf("cached rootfs changed by a run:\nbefore %s\nafter  %s", before, after)
+		}
+		// A function run as container root whose HOME is /root gets a tmpfs there.
+		_, f = runIn(t, root, Invocation{AsCurrentUser: true}, "write", "/root/x")
+		if f["/root/x"] != "written" {
+			t.Errorf("$HOME /root not writable for root: %q", f["/root/x"])
+		}
+		if after := snapshot(t, root); after != before {
+			t.Fatal("cached rootfs changed by a run as root")
+		}
+	})
 }
 
 // snapshot hashes paths, modes, owners, sizes, times and contents.
@@ -263,7 +266,11 @@ func TestMaskedProc(t *testing.T) {
 
 // /dev holds exactly null, zero, random and urandom as devices.
 func TestMinimalDev(t *testing.T) {
-	res, _ := run(t, Invocation{}, "ls", "/dev")
+	bothRootfs(t, func(t *testing.T, rootfs string) { minimalDev(t, rootfs) })
+}
+
+func minimalDev(t *testing.T, rootfs string) {
+	res, _ := runIn(t, rootfs, Invocation{}, "ls", "/dev")
 	var devs []string
 	for _, l := range strings.Split(strings.TrimSpace(string(res.Stdout)), "\n") {
 		name, mode, _ := strings.Cut(l, " ")

@@ -40,6 +40,13 @@ var (
 )
 
 // directRootfs is testRootfs with /proc and /dev mount points.
+
+// bothRootfs runs f against each way the sandbox builds its root.
+func bothRootfs(t *testing.T, f func(t *testing.T, rootfs string)) {
+	t.Run("bound", func(t *testing.T) { f(t, testRootfs(t)) })
+	t.Run("direct", func(t *testing.T) { f(t, directRootfs(t)) })
+}
+
 func directRootfs(t testing.TB) string {
 	testRootfs(t)
 	return directDir
@@ -120,7 +127,16 @@ func sandbox(t testing.TB) *Sandbox {
 // "key: value" facts.
 func run(t *testing.T, inv Invocation, args ...string) (Result, map[string]string) {
 	t.Helper()
-	res, err := sandbox(t).Run(context.Background(), bundle(t, args...), inv)
+	return runIn(t, testRootfs(t), inv, args...)
+}
+
+// runIn is run with another rootfs (directRootfs: the sandbox's root is
+// the cached rootfs itself rather than a directory of binds).
+func runIn(t *testing.T, rootfs string, inv Invocation, args ...string) (Result, map[string]string) {
+	t.Helper()
+	b := bundle(t, args...)
+	b.Rootfs = rootfs
+	res, err := sandbox(t).Run(context.Background(), b, inv)
 	if err != nil {
 		t.Fatalf("run %v: %v (stderr %q)", args, err, res.Stderr)
 	}
