@@ -239,7 +239,7 @@ func (c *Cache) Prune(ctx context.Context, o PruneOptions) (PruneReport, error) 
 		}
 	}
 	if !o.DryRun {
-		c.cleanTmp(false)
+		c.cleanTmp(false, true)
 	}
 	rep.TotalBytes = total
 	return rep, nil
@@ -274,34 +274,42 @@ func (c *Cache) removeImage(ctx context.Context, h v1.Hash) error {
 	return os.RemoveAll(trash)
 }
 
-// staleTmp lists tmp/ entries whose writer is gone: the pid in the name is
-// not running, or the entry is older than a day.
-func (c *Cache) staleTmp() []string {
+// staleTmp lists tmp/ entries whose writer is gone. Under the exclusive gc
+// lock no pull runs anywhere (pulls hold it shared, in any pid namespace),
+// so everything not written by this process is debris. Otherwise an entry
+// is stale when the pid in its name is not running here, or after a day.
+func (c *Cache) staleTmp(exclusive bool) []string {
 	var out []string
 	ents, _ := os.ReadDir(c.path(tmpDir))
 	for _, e := range ents {
 		parts := strings.Split(e.Name(), "-")
-		alive := false
+		pid := -1
 		if len(parts) >= 3 {
-			if pid, err := strconv.Atoi(parts[len(parts)-2]); err == nil && pid != os.Getpid() {
-				_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
-				alive = err == nil
-			} else if err == nil {
-				alive = true
+			if n, err := strconv.Atoi(parts[len(parts)-2]); err == nil {
+				pid = n
 			}
 		}
-		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > 24*time.Hour {
-			alive = false
+		stale := true
+		switch {
+		case pid == os.Getpid():
+			stale = false
+		case !exclusive && pid > 0:
+			_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
+			stale = err != nil
+			if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > 24*time.Hour {
+				stale = true
+			}
 		}
-		if !alive {
+		if stale {
 			out = append(out, filepath.Join(c.path(tmpDir), e.Name()))
 		}
 	}
 	return out
 }
 
-func (c *Cache) cleanTmp(dry bool) []string {
-	stale := c.staleTmp()
+// cleanTmp removes (unless dry) and returns the stale tmp/ entries.
+func (c *Cache) cleanTmp(dry, exclusive bool) []string {
+	stale := c.staleTmp(exclusive)
 	if !dry {
 		for _, p := range stale {
 			os.RemoveAll(p)
@@ -386,6 +394,6 @@ func (c *Cache) Verify(ctx context.Context, repair bool) (VerifyReport, error) {
 		}
 		release()
 	}
-	rep.Stale = c.cleanTmp(!repair)
+	rep.Stale = c.cleanTmp(!repair, repair)
 	return rep, nil
 }

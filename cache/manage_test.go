@@ -217,6 +217,23 @@ func TestVerifyFindsAndRepairsCorruption(t *testing.T) {
 	if err != nil || len(rep.Corrupt) != 0 || rep.Blobs != 3 || rep.Rootfs != 1 {
 		t.Fatalf("clean cache: %+v %v", rep, err)
 	}
+	// Debris of a killed pull (its pid is gone) is stale, not corrupt.
+	debris := c.path(tmpDir, "blob-0123456789ab-999999999-deadbeef")
+	os.WriteFile(debris, []byte("half a blob"), 0o644)
+	if rep, _ := c.Verify(ctx, false); len(rep.Stale) != 1 || len(rep.Corrupt) != 0 {
+		t.Fatalf("debris: %+v", rep)
+	}
+	if _, err := c.Prune(ctx, PruneOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(debris); !os.IsNotExist(err) {
+		t.Fatalf("prune left debris: %v", err)
+	}
+	c2 := openTest(t, c.Dir())
+	if b2, err := c2.Resolve(ctx, ref); err != nil || b2.Rootfs != b.Rootfs {
+		t.Fatalf("prune without limits removed an image: %v", err)
+	}
+	c2.Close()
 	layers, _ := img.Layers()
 	ld, _ := layers[0].Digest()
 	os.WriteFile(c.blobPath(ld), []byte("garbage"), 0o644)
