@@ -1,0 +1,56 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestParseBytes(t *testing.T) {
+	for in, want := range map[string]int64{"1234": 1234, "2GiB": 2 << 30, "2G": 2 << 30, "500MB": 500e6, "1.5K": 1536, "0": 0} {
+		if got, err := parseBytes(in); err != nil || got != want {
+			t.Errorf("%s: %d %v, want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "lots", "5 parsecs", "-1G"} {
+		if _, err := parseBytes(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func runKptr(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(append([]string{"kptr"}, args...), strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestCacheCommandsExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	if code, out, errs := runKptr(t, "cache", "ls", "--cache-dir", dir); code != 0 || !strings.HasPrefix(out, "REFERENCE") {
+		t.Fatalf("ls on an empty cache: %d %q %q", code, out, errs)
+	}
+	if code, out, _ := runKptr(t, "cache", "verify", "--cache-dir", dir); code != 0 || !strings.Contains(out, "0 corrupt") {
+		t.Fatalf("verify: %d %q", code, out)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"cache", "prune", "--max-size", "lots"}, 2, "bad size"},
+		{[]string{"cache", "pull"}, 2, "at least one image"},
+		{[]string{"cache", "pull", "--image-pull-policy", "Sometimes", "x"}, 2, "unknown image pull policy"},
+		{[]string{"cache", "pull", "--mirror", "gcr.io", "x"}, 2, "SRC=DST"},
+		{[]string{"cache", "pull", "Bad Ref"}, 2, "Bad Ref"},
+		{[]string{"cache", "pull", "--offline", "gcr.io/kpt-fn/set-labels:v0.1.5"}, 3, "gcr.io/kpt-fn/set-labels:v0.1.5: not in the cache (offline)"},
+		{[]string{"cache", "export", "-o", "-", "x"}, 2, "needs --tar"},
+		{[]string{"cache", "import", "/nonexistent"}, 3, "/nonexistent"},
+	} {
+		code, _, errs := runKptr(t, append(tc.args, "--cache-dir", dir)...)
+		if code != tc.code || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tc.args, code, errs, tc.code, tc.want)
+		}
+	}
+}
