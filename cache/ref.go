@@ -169,6 +169,9 @@ func (c *Cache) ResolveConstraint(ctx context.Context, repo, constraint string) 
 	}
 	tag, err := PickTag(tags, constraint)
 	if err != nil {
+		if c.s.offline || c.s.policy == PullNever {
+			err = fmt.Errorf("%w (only cached tags were considered: %s)", err, strings.Join(tags, ", "))
+		}
 		return "", imgErr(named, err)
 	}
 	return named + ":" + tag, nil

@@ -89,6 +89,7 @@ func (p *barProgress) Layer(image string, d v1.Hash, size int64) cache.LayerProg
 		progressbar.OptionSetWriter(lockedWriter{&p.mu, p.w}),
 		progressbar.OptionSetDescription(shortDigest(d)),
 		progressbar.OptionShowBytes(true),
+		progressbar.OptionShowCount(),
 		progressbar.OptionSetWidth(30),
 		progressbar.OptionThrottle(100*time.Millisecond),
 		progressbar.OptionOnCompletion(func() { fmt.Fprintln(lockedWriter{&p.mu, p.w}) }),
