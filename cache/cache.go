@@ -419,6 +419,11 @@ func (c *Cache) unpack(ctx context.Context, ir imageRef, desc v1.Descriptor) (*m
 	if mf.Config.Digest.Hex == "" {
 		return nil, fmt.Errorf("manifest %s has no config (an index or unsupported type)", desc.Digest)
 	}
+	// Configs and layer lists are read whole: bound them (Docker allows
+	// 127 layers; real configs are kilobytes).
+	if mf.Config.Size > 16<<20 || len(mf.Layers) > 1000 {
+		return nil, fmt.Errorf("%w: manifest %s has a %d byte config and %d layers", ErrHostile, desc.Digest, mf.Config.Size, len(mf.Layers))
+	}
 	if err := c.ensureBlob(ctx, ir, repo, mf.Config.Digest, mf.Config.Size, false); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
