@@ -264,19 +264,36 @@ func TestExportImportRoundTrip(t *testing.T) {
 	if _, err := src.Resolve(ctx, ref); err != nil {
 		t.Fatal(err)
 	}
-	reg.Close()
 	out := t.TempDir()
 	if err := src.Export(ctx, []string{ref}, filepath.Join(out, "layout"), false, nil); err != nil {
+		t.Fatal(err)
+	}
+	// A second image exported into the same layout joins the first.
+	ref2 := reg.Host + "/fn/y:v1"
+	d2 := push(t, image(t, false, HostPlatform().Architecture, layerWith(t, "second")), ref2)
+	if _, err := src.Resolve(ctx, ref2); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Export(ctx, []string{ref2}, filepath.Join(out, "layout"), false, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := src.Export(ctx, []string{ref}, filepath.Join(out, "img.tar"), true, nil); err != nil {
 		t.Fatal(err)
 	}
+	reg.Close()
 	for _, p := range []string{"layout", "img.tar"} {
 		dst := openTest(t, "", WithOffline(true))
 		refs, err := dst.Import(ctx, filepath.Join(out, p))
-		if err != nil || len(refs) != 1 || refs[0] != ref {
+		if err != nil || len(refs) < 1 || refs[0] != ref {
 			t.Fatalf("%s: import %v %v", p, refs, err)
+		}
+		if p == "layout" {
+			if len(refs) != 2 || refs[1] != ref2 {
+				t.Fatalf("layout import: %v", refs)
+			}
+			if b, err := dst.Resolve(ctx, ref2); err != nil || b.Digest != d2 {
+				t.Fatalf("second image: %v", err)
+			}
 		}
 		b, err := dst.Resolve(ctx, ref)
 		if err != nil || b.Digest != d || readFile(t, filepath.Join(b.Rootfs, "y")) != "y" {

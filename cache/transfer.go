@@ -59,6 +59,27 @@ func (c *Cache) Export(ctx context.Context, refs []string, dest string, asTar bo
 	}
 	layoutJSON := []byte(`{"imageLayoutVersion": "1.0.0"}`)
 	if !asTar {
+		// Exporting into an existing layout adds to it (same names replaced).
+		if f, err := os.Open(filepath.Join(dest, indexFile)); err == nil {
+			old, err := v1.ParseIndexManifest(f)
+			f.Close()
+			if err != nil {
+				return &Error{Err: fmt.Errorf("export to %s: existing index.json: %w", dest, err)}
+			}
+			names := map[string]bool{}
+			for _, d := range descs {
+				names[d.Annotations[annRefName]] = true
+			}
+			var merged []v1.Descriptor
+			for _, d := range old.Manifests {
+				if !names[d.Annotations[annRefName]] {
+					merged = append(merged, d)
+				}
+			}
+			if idx, err = json.MarshalIndent(v1.IndexManifest{SchemaVersion: 2, MediaType: types.OCIImageIndex, Manifests: append(merged, descs...)}, "", "  "); err != nil {
+				return err
+			}
+		}
 		if err := os.MkdirAll(filepath.Join(dest, blobsDir), 0o755); err != nil {
 			return &Error{Err: err}
 		}
@@ -70,7 +91,11 @@ func (c *Cache) Export(ctx context.Context, refs []string, dest string, asTar bo
 		if err := os.WriteFile(filepath.Join(dest, layoutFile), layoutJSON, 0o644); err != nil {
 			return &Error{Err: err}
 		}
-		if err := os.WriteFile(filepath.Join(dest, indexFile), idx, 0o644); err != nil {
+		// index.json last, by rename: a reader never sees an entry whose blobs are missing.
+		if err := os.WriteFile(filepath.Join(dest, indexFile+".tmp"), idx, 0o644); err != nil {
+			return &Error{Err: err}
+		}
+		if err := os.Rename(filepath.Join(dest, indexFile+".tmp"), filepath.Join(dest, indexFile)); err != nil {
 			return &Error{Err: err}
 		}
 		return nil
