@@ -178,7 +178,22 @@ func copyFile(src, dst string) error {
 // records them under the names they carry and unpacks them. It returns the
 // references imported. OCI digests are preserved; a docker archive has no
 // manifest, so one is written for it (config and layer digests preserved).
-func (c *Cache) Import(ctx context.Context, src string) ([]string, error) {
+// ImportOption changes how Import names images.
+type ImportOption func(*importSettings)
+
+type importSettings struct{ repo string }
+
+// ImportRepository names images whose layout annotation is only a tag (as
+// `skopeo copy ... oci:DIR:TAG` writes it) REPO:TAG.
+func ImportRepository(repo string) ImportOption {
+	return func(s *importSettings) { s.repo = strings.TrimSuffix(repo, "/") }
+}
+
+func (c *Cache) Import(ctx context.Context, src string, opts ...ImportOption) ([]string, error) {
+	var is importSettings
+	for _, o := range opts {
+		o(&is)
+	}
 	st, err := os.Stat(src)
 	if err != nil {
 		return nil, &Error{Err: fmt.Errorf("import: %w", err)}
@@ -202,7 +217,7 @@ func (c *Cache) Import(ctx context.Context, src string) ([]string, error) {
 	var descs []v1.Descriptor
 	switch {
 	case exists(filepath.Join(dir, layoutFile)) && exists(filepath.Join(dir, indexFile)):
-		refs, descs, err = c.importLayout(ctx, dir)
+		refs, descs, err = c.importLayout(ctx, dir, is.repo)
 	case exists(filepath.Join(dir, "manifest.json")):
 		refs, descs, err = c.importDockerArchive(ctx, dir)
 	default:
@@ -286,7 +301,7 @@ func (c *Cache) storeFrom(p string, h v1.Hash) error {
 	return c.commitBlob(f, h, -1, nil)
 }
 
-func (c *Cache) importLayout(ctx context.Context, dir string) ([]string, []v1.Descriptor, error) {
+func (c *Cache) importLayout(ctx context.Context, dir, repo string) ([]string, []v1.Descriptor, error) {
 	f, err := os.Open(filepath.Join(dir, indexFile))
 	if err != nil {
 		return nil, nil, err
@@ -306,8 +321,11 @@ func (c *Cache) importLayout(ctx context.Context, dir string) ([]string, []v1.De
 				n = full
 			}
 		}
+		if n != "" && !strings.Contains(n, "/") && repo != "" {
+			n = repo + ":" + n
+		}
 		if n == "" || !strings.Contains(n, "/") {
-			return nil, nil, fmt.Errorf("manifest %s has no full image name annotation (%s=%q)", d.Digest, annRefName, n)
+			return nil, nil, fmt.Errorf("manifest %s has no full image name (%s=%q; name the repository with --repository)", d.Digest, annRefName, n)
 		}
 		if _, err := name.ParseReference(n); err != nil {
 			return nil, nil, fmt.Errorf("manifest %s: name %q: %w", d.Digest, n, err)

@@ -326,7 +326,8 @@ func runCacheVerify(ctx context.Context, g *globals, args []string) error {
 }
 
 func runCacheImport(ctx context.Context, g *globals, args []string) error {
-	fs := g.flagSet("cache import", "SRC... (OCI layout directory, OCI layout tarball or docker-archive tarball)")
+	fs := g.flagSet("cache import", "[--repository REPO] SRC... (OCI layout directory, OCI layout tarball or docker-archive tarball)")
+	repo := fs.String("repository", "", "repository for layout entries named by a tag only (skopeo's oci:DIR:TAG), e.g. gcr.io/kpt-fn/set-labels")
 	if err := g.parse(fs, args); err != nil {
 		return err
 	}
@@ -339,7 +340,11 @@ func runCacheImport(ctx context.Context, g *globals, args []string) error {
 	}
 	defer c.Close()
 	for _, src := range fs.Args() {
-		refs, err := c.Import(ctx, src)
+		var opts []cache.ImportOption
+		if *repo != "" {
+			opts = append(opts, cache.ImportRepository(*repo))
+		}
+		refs, err := c.Import(ctx, src, opts...)
 		if err != nil {
 			return err
 		}

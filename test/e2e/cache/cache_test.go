@@ -233,8 +233,20 @@ func TestExportImport(t *testing.T) {
 	fnimage.Push(t, img, ref)
 	src := t.TempDir()
 	kptr(t, src, "cache", "pull", ref).must(t)
-	reg.Stop()
 	out := t.TempDir()
+	// A layout skopeo wrote names the image by tag only; --repository names it.
+	skopeoDir := filepath.Join(out, "skopeo")
+	if b, err := exec.Command("skopeo", "copy", "-q", "--src-tls-verify=false", "docker://"+ref, "oci:"+skopeoDir+":v7").CombinedOutput(); err != nil {
+		t.Fatalf("skopeo copy: %v\n%s", err, b)
+	}
+	reg.Stop()
+	sk := t.TempDir()
+	if r := kptr(t, sk, "cache", "import", skopeoDir); r.code != 3 || !strings.Contains(r.stderr, "--repository") {
+		t.Fatalf("tag-only layout without --repository: %d %s", r.code, r.stderr)
+	}
+	kptr(t, sk, "cache", "import", "--repository", "registry.corp/kpt-fn/cat", skopeoDir).must(t)
+	kptr(t, sk, "cache", "pull", "--offline", "registry.corp/kpt-fn/cat:v7").must(t)
+
 	kptr(t, src, "cache", "export", "--tar", "-o", filepath.Join(out, "fn.tar"), ref).must(t)
 	kptr(t, src, "cache", "export", "-o", filepath.Join(out, "layout"), ref).must(t)
 	for _, p := range []string{"fn.tar", "layout"} {
