@@ -32,21 +32,30 @@ func TestKill9DuringPull(t *testing.T) {
 	t.Logf("cold pull %v; kill seed %d", full, seed)
 	rng := rand.New(rand.NewSource(seed))
 
+	// The kill delay is uniform in [0, window). The window adapts: it shrinks
+	// when a pull finished before the kill (later pulls into a partly filled
+	// cache are quicker) and grows when the kill landed, so kills keep
+	// landing at random points of every phase on a busy machine too.
+	window := full
 	kills, attempts := 0, 0
-	for kills < 24 && attempts < 60 {
-		dir := t.TempDir() // a fresh cache every 6 attempts, so early phases get hit too
-		for i := 0; i < 6 && kills < 24; i++ {
+	for kills < 24 && attempts < 200 {
+		dir := t.TempDir() // a fresh cache after every 6 kills, so early phases get hit too
+		for groupKills := 0; groupKills < 6 && attempts < 200; {
 			attempts++
 			cmd := exec.Command(kptrBin, "cache", "pull", ref)
 			cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "KPTR_CACHE_DIR=" + dir, "KPTR_PROGRESS=none"}
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(time.Duration(rng.Int63n(int64(full))))
+			time.Sleep(time.Duration(rng.Int63n(int64(window))))
 			cmd.Process.Signal(syscall.SIGKILL)
 			cmd.Wait()
 			if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 				kills++
+				groupKills++
+				window = min(window*11/10, 2*full)
+			} else {
+				window = max(window*7/10, 5*time.Millisecond)
 			}
 			// Whatever the kill left, nothing committed is corrupt.
 			if v := kptr(t, dir, "cache", "verify"); v.code != 0 || !strings.Contains(v.stdout, " 0 corrupt") {
