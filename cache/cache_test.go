@@ -91,6 +91,9 @@ func TestResolvePullsUnpacksAndRecords(t *testing.T) {
 	if _, at, ok := c.lookup(ref, HostPlatform()); !ok || at.IsZero() {
 		t.Fatalf("resolution time not recorded")
 	}
+	if l, err := c.List(ctx); err != nil || len(l) != 1 || l[0].Resolved.IsZero() || l[0].Refs[0] != ref || !l[0].Unpacked || !l[0].InUse {
+		t.Fatalf("list: %+v %v", l, err)
+	}
 	if ents := dirEntries(c.path(tmpDir)); len(ents) != 0 {
 		t.Fatalf("tmp not empty: %v", ents)
 	}

@@ -23,6 +23,7 @@ type Image struct {
 	Unpacked bool      // a committed rootfs exists
 	Bytes    int64     // rootfs bytes plus the image's blob bytes
 	LastUsed time.Time // last Resolve (or unpack/record time)
+	Resolved time.Time // latest time one of Refs was resolved to this digest
 	InUse    bool      // a running kptr process holds it
 }
 
@@ -52,8 +53,11 @@ func (c *Cache) images() (map[string]*imageInfo, error) {
 		if n := d.Annotations[annRefName]; n != "" {
 			ii.Refs = append(ii.Refs, n)
 		}
-		if t, err := time.Parse(time.RFC3339Nano, d.Annotations[annResolved]); err == nil && t.After(ii.LastUsed) {
-			ii.LastUsed = t
+		if t, err := time.Parse(time.RFC3339Nano, d.Annotations[annResolved]); err == nil && t.After(ii.Resolved) {
+			ii.Resolved = t
+			if t.After(ii.LastUsed) {
+				ii.LastUsed = t
+			}
 		}
 	}
 	ents, _ := os.ReadDir(c.path(rootfsDir))
