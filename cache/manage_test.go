@@ -118,6 +118,31 @@ func TestConcurrentResolversFetchEachBlobOnce(t *testing.T) {
 	if n := reg.blobGets(cfg); n != 1 {
 		t.Fatalf("config fetched %d times", n)
 	}
+
+	// One Cache, many goroutines: single-flight.
+	img2 := image(t, false, HostPlatform().Architecture, gzipLayer(t, file("g", strings.Repeat("g", 300000))))
+	ref2 := reg.Host + "/fn/conc2:v1"
+	push(t, img2, ref2)
+	c := openTest(t, "")
+	for i := range roots {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b, err := c.Resolve(ctx, ref2)
+			roots[i], errs[i] = b.Rootfs, err
+		}()
+	}
+	wg.Wait()
+	for i := range roots {
+		if errs[i] != nil || roots[i] != roots[0] {
+			t.Fatalf("goroutine %d: %v %s", i, errs[i], roots[i])
+		}
+	}
+	l2, _ := img2.Layers()
+	d2, _ := l2[0].Digest()
+	if n := reg.blobGets(d2); n != 1 {
+		t.Fatalf("single-flight: layer fetched %d times", n)
+	}
 }
 
 func TestPruneAndHolds(t *testing.T) {
