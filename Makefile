@@ -74,7 +74,7 @@ bench-cache: ## cache benchmarks: cold pull vs skopeo+umoci, cached resolve, pea
 bench: bench-cache bench-runtime bench-pipeline ## benchmarks; figures go to BENCHMARKS.md
 
 bench-pipeline: ## render of generated 1k/10k-resource packages through 3 fixture functions: kptr overhead and peak RSS (figures → BENCHMARKS.md)
-	$(GO) test -run '^$$' -bench BenchmarkRender -benchtime 3x -count 1 -timeout 20m ./test/bench/pipeline
+	$(GO) test -run '^$$' -bench BenchmarkRender -benchtime 3x -count 1 -timeout 20m ./pipeline
 
 # The demo works offline: function images are built from test/fixtures into an
 # OCI layout, imported into out/demo-cache (never the user's cache), and the

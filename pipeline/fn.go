@@ -18,7 +18,6 @@ import (
 	kptv1 "github.com/kptr-dev/kptr/pipeline/kptfile/v1"
 	"github.com/kptr-dev/kptr/runtime"
 	"sigs.k8s.io/kustomize/kyaml/fn/framework"
-	"sigs.k8s.io/kustomize/kyaml/fn/runtime/runtimeutil"
 	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
@@ -182,26 +181,22 @@ func (r *renderer) doFunction(st *fnStep, pn *pkgNode, input []*yaml.RNode, fnCo
 		return nil, fmt.Errorf("input resource list must contain only KRM resources: %s", err.Error())
 	}
 	var stderr []byte
-	filter := &runtimeutil.FunctionFilter{
-		FunctionConfig: fnConfig,
-		GlobalScope:    true,
-		Run: func(in io.Reader, out io.Writer) error {
-			res, err := r.invoke(st, in)
-			stderr = res.Stderr
-			if err != nil {
-				stderr = []byte(err.Error() + "\n")
-				return &execError{exitCode: 125, stderr: string(stderr)}
-			}
-			if _, werr := out.Write(res.Stdout); werr != nil {
-				return werr
-			}
-			if res.ExitCode != 0 {
-				return &execError{exitCode: res.ExitCode, stderr: string(res.Stderr)}
-			}
-			return nil
-		},
+	run := func(in io.Reader, out io.Writer) error {
+		res, err := r.invoke(st, in)
+		stderr = res.Stderr
+		if err != nil {
+			stderr = []byte(err.Error() + "\n")
+			return &execError{exitCode: 125, stderr: string(stderr)}
+		}
+		if _, werr := out.Write(res.Stdout); werr != nil {
+			return werr
+		}
+		if res.ExitCode != 0 {
+			return &execError{exitCode: res.ExitCode, stderr: string(res.Stderr)}
+		}
+		return nil
 	}
-	output, err := filter.Filter(input)
+	output, rlResults, err := runFilter(run, fnConfig, input)
 	fr.Stderr = string(stderr)
 	// the filter numbers its input in place; the numbers must not outlive
 	// the call (a failed call never gets to remove them)
@@ -233,7 +228,7 @@ func (r *renderer) doFunction(st *fnStep, pn *pkgNode, input []*yaml.RNode, fnCo
 	if kerr := kptv1.AreKRM(output); kerr != nil {
 		return nil, fmt.Errorf("output resource list must contain only KRM resources: %s", kerr.Error())
 	}
-	results, rerr := parseResults(filter.Results)
+	results, rerr := parseResults(rlResults)
 	if rerr != nil {
 		return nil, rerr
 	}
@@ -298,10 +293,7 @@ func enforcePathInvariants(nodes []*yaml.RNode) error {
 		if seen[pkg] == nil {
 			seen[pkg] = map[string]map[string]bool{}
 		}
-		p, idx, err := kioutil.GetFileAnnotations(n)
-		if err != nil {
-			return err
-		}
+		p, idx := pathAndIndex(n)
 		fp := path.Clean(p)
 		if strings.HasPrefix(fp, "../") || fp == ".." || path.IsAbs(fp) {
 			return fmt.Errorf("function must not modify resources outside of package: resource has path %s", p)

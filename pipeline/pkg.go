@@ -126,5 +126,5 @@ func (p *pkgNode) localResources() ([]*yaml.RNode, error) {
 }
 
 func pkgPathOf(n *yaml.RNode) string {
-	return n.GetAnnotations()[pkgPathAnnotation]
+	return annotation(n, pkgPathAnnotation)
 }

@@ -238,35 +238,64 @@ var kustomizationFiles = map[string]bool{"kustomization.yaml": true, "kustomizat
 
 // IsKRM checks apiVersion, kind and metadata.name (kustomizations excepted).
 func IsKRM(n *yaml.RNode) error {
-	if isKustomization(n) {
-		return nil
+	root := n.YNode()
+	if root != nil && root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
+		root = root.Content[0]
 	}
-	meta, err := n.GetMeta()
-	if err != nil {
+	if root == nil || root.Kind != yaml.MappingNode {
 		return fmt.Errorf("resource must have `apiVersion`, `kind`, and `name`")
 	}
-	if meta.APIVersion == "" {
+	apiVersion, kind := scalar(root, "apiVersion"), scalar(root, "kind")
+	var md *yaml.Node
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if root.Content[i].Value == "metadata" {
+			md = root.Content[i+1]
+		}
+	}
+	if isKustomization(md, apiVersion, kind) {
+		return nil
+	}
+	if apiVersion == "" {
 		return fmt.Errorf("resource must have `apiVersion`")
 	}
-	if meta.Kind == "" {
+	if kind == "" {
 		return fmt.Errorf("resource must have `kind`")
 	}
-	if meta.Name == "" {
+	if md == nil || md.Kind != yaml.MappingNode || scalar(md, "name") == "" {
 		return fmt.Errorf("resource must have `metadata.name`")
 	}
 	return nil
 }
 
-func isKustomization(n *yaml.RNode) bool {
-	if p, _, err := kioutil.GetFileAnnotations(n); err == nil && kustomizationFiles[filepath.Base(p)] {
-		return true
+func scalar(m *yaml.Node, key string) string {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key && m.Content[i+1].Kind == yaml.ScalarNode {
+			if m.Content[i+1].Tag == "!!null" {
+				return ""
+			}
+			return m.Content[i+1].Value
+		}
 	}
-	meta, err := n.GetMeta()
-	if err != nil {
-		return false
+	return ""
+}
+
+func isKustomization(md *yaml.Node, apiVersion, kind string) bool {
+	if md != nil && md.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(md.Content); i += 2 {
+			if md.Content[i].Value == "annotations" && md.Content[i+1].Kind == yaml.MappingNode {
+				a := md.Content[i+1]
+				p := scalar(a, kioutil.PathAnnotation)
+				if p == "" {
+					p = scalar(a, kioutil.LegacyPathAnnotation) //nolint:staticcheck
+				}
+				if kustomizationFiles[filepath.Base(p)] {
+					return true
+				}
+			}
+		}
 	}
-	return strings.HasPrefix(meta.APIVersion, "kustomize.config.k8s.io") ||
-		(meta.APIVersion == "" && meta.Kind == "Kustomization")
+	return strings.HasPrefix(apiVersion, "kustomize.config.k8s.io") ||
+		(apiVersion == "" && kind == "Kustomization")
 }
 
 // Marshal writes a Kptfile as kpt does, sequences in the given style

@@ -1,0 +1,161 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/runtime"
+	"github.com/kptr-dev/kptr/test/fnimage"
+)
+
+// timedRunner runs bundles on the host and adds up the functions' own time
+// (process start to exit as the runner measures it).
+type timedRunner struct {
+	inner runtime.Runner
+	total atomic.Int64
+}
+
+func (r *timedRunner) Run(ctx context.Context, b cache.Bundle, inv runtime.Invocation) (runtime.Result, error) {
+	res, err := r.inner.Run(ctx, b, inv)
+	r.total.Add(int64(res.Duration))
+	return res, err
+}
+
+// genPackage writes a package of n ConfigMaps, 100 per file, plus a Kptfile
+// naming three functions (images resolved to host fixture binaries).
+func genPackage(b *testing.B, dir string, n int) {
+	kf := kptfile("bench", `pipeline:
+  mutators:
+    - image: cat
+    - image: label
+  validators:
+    - image: count
+`)
+	if err := os.WriteFile(filepath.Join(dir, "Kptfile"), []byte(kf), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	var sb strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&sb, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-%d\n  namespace: ns-%d\n  labels:\n    app: bench\ndata:\n  key: value-%d\n  other: |\n    multi\n    line\n", i, i%10, i)
+		if i%100 == 99 || i == n-1 {
+			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("file-%04d.yaml", i/100)), []byte(sb.String()), 0o644); err != nil {
+				b.Fatal(err)
+			}
+			sb.Reset()
+		} else {
+			sb.WriteString("---\n")
+		}
+	}
+}
+
+func copyTree(b *testing.B, src, dst string) {
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), data, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// peakRSS resets (clear_refs 5) or reads VmHWM of this process, in KiB.
+func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+
+func peakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return -1
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "VmHWM:") {
+			f := strings.Fields(l)
+			v, _ := strconv.ParseInt(f[1], 10, 64)
+			return v
+		}
+	}
+	return -1
+}
+
+// BenchmarkRender renders a generated package of 1k and 10k resources in
+// place through three functions (cat, label, count as a validator) and
+// reports kptr's own overhead: total time minus the functions' run time, as
+// a share of the total and per resource, and the peak RSS of the process.
+func BenchmarkRender(b *testing.B) {
+	cat := fnimage.Binary(b, "cat")
+	fx := fnimage.Binary(b, "kptr-fx")
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("resources=%d", n), func(b *testing.B) {
+			src := b.TempDir()
+			genPackage(b, src, n)
+			fake := &fakeResolver{fx: fx, images: map[string][]string{}, fail: map[string]error{}}
+			res := func(ref string, argv ...string) { fake.images[ref] = argv }
+			res("ghcr.io/kptdev/krm-functions-catalog/label:latest", "op=label", "key=rendered", "value=yes")
+			res("ghcr.io/kptdev/krm-functions-catalog/count:latest", "op=count")
+			catResolver := &benchResolver{fake: fake, cat: cat}
+			var total, fnTime time.Duration
+			var peak int64
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				dir := filepath.Join(b.TempDir(), "pkg")
+				copyTree(b, src, dir)
+				runner := &timedRunner{inner: runtime.Host{}}
+				resetPeakRSS()
+				b.StartTimer()
+				t0 := time.Now()
+				out, err := Render(context.Background(), dir, Options{Resolver: catResolver, Runner: runner})
+				total += time.Since(t0)
+				b.StopTimer()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if out.Functions != 3 || len(out.Resources) != n+1 {
+					b.Fatalf("rendered %d resources with %d functions", len(out.Resources), out.Functions)
+				}
+				fnTime += time.Duration(runner.total.Load())
+				if p := peakRSS(); p > peak {
+					peak = p
+				}
+				b.StartTimer()
+			}
+			b.StopTimer()
+			overhead := total - fnTime
+			b.ReportMetric(float64(overhead.Milliseconds())/float64(b.N), "overhead-ms/op")
+			b.ReportMetric(100*float64(overhead)/float64(total), "overhead-%")
+			b.ReportMetric(float64(overhead.Microseconds())/float64(b.N)/float64(n), "overhead-µs/resource")
+			b.ReportMetric(float64(fnTime.Milliseconds())/float64(b.N), "functions-ms/op")
+			b.ReportMetric(float64(peak)/1024, "peak-RSS-MiB")
+		})
+	}
+}
+
+// benchResolver sends "cat" to the cat fixture and the rest to fakeResolver.
+type benchResolver struct {
+	fake *fakeResolver
+	cat  string
+}
+
+func (r *benchResolver) Resolve(ctx context.Context, ref string) (cache.Bundle, error) {
+	if ref == "ghcr.io/kptdev/krm-functions-catalog/cat:latest" {
+		b := cache.Bundle{Ref: ref}
+		b.Config.Entrypoint = []string{r.cat}
+		return b, nil
+	}
+	return r.fake.Resolve(ctx, ref)
+}
