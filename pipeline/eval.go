@@ -60,8 +60,10 @@ func Eval(ctx context.Context, dir string, fn EvalFunction, opts Options, stdin 
 			return fail(err)
 		}
 		root = abs
-		if err := Recover(root); err != nil {
-			return fail(err)
+		if opts.Output != OutputMemory {
+			if err := Recover(root); err != nil {
+				return fail(err)
+			}
 		}
 		if _, err := os.Stat(root); err != nil {
 			return fail(err)

@@ -43,9 +43,12 @@ func Render(ctx context.Context, dir string, opts Options) (*Output, error) {
 	if err := checkOutputDir(opts.Output); err != nil {
 		return nil, newError(err, "", "")
 	}
-	// finish an interrupted write before reading the package
-	if err := Recover(abs); err != nil {
-		return nil, newError(err, ".", "")
+	// finish an interrupted write before reading the package (never in
+	// memory mode, which must not write to the checkout at all)
+	if opts.Output != OutputMemory {
+		if err := Recover(abs); err != nil {
+			return nil, newError(err, ".", "")
+		}
 	}
 	r := &renderer{ctx: ctx, opts: opts, pr: &printer{w: opts.Stderr}, results: newResultList(),
 		inputFiles: map[string]bool{}, latest: map[*pkgNode][]*yaml.RNode{}}

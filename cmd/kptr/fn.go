@@ -152,7 +152,7 @@ func runFnEval(ctx context.Context, g *globals, args []string) error {
 	fs := g.flagSet("fn eval", "[DIR|-] (--image IMAGE | --exec CMD) [--fn-config FILE] [flags] [-- k=v ...]")
 	var fn pipeline.EvalFunction
 	var execPath, output, resultsDir string
-	var network, asCurrentUser, includeMeta, truncate, allowWasm, save bool
+	var network, asCurrentUser, truncate, allowWasm, save bool
 	var env, mounts []string
 	var matchLabels, matchAnns, exclLabels, exclAnns []string
 	fs.StringVarP(&fn.Image, "image", "i", "", "function image (a name without '/' gets the image prefix)")
@@ -177,7 +177,6 @@ func runFnEval(ctx context.Context, g *globals, args []string) error {
 	fs.StringArrayVar(&mounts, "mount", nil, "type=bind,src=HOST,dst=CONTAINER[,rw=true], repeatable")
 	fs.StringArrayVarP(&env, "env", "e", nil, "KEY=VALUE or KEY (from the environment) for the function, repeatable")
 	fs.BoolVar(&asCurrentUser, "as-current-user", false, "run the function as the current uid/gid instead of nobody")
-	fs.BoolVarP(&includeMeta, "include-meta-resources", "m", true, "accepted for kpt compatibility (meta resources are always included)")
 	fs.BoolVar(&truncate, "truncate-output", true, "accepted for kpt compatibility")
 	fs.BoolVar(&save, "save", false, "not supported by kptr")
 	fs.BoolVar(&allowWasm, "allow-alpha-wasm", false, "not supported by kptr")
