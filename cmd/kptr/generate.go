@@ -307,7 +307,7 @@ func failedFunctionDetail(resultsDir string) string {
 		if it.ExitCode == 0 {
 			continue
 		}
-		parts := []string{fmt.Sprintf("exit code %d", it.ExitCode)}
+		var parts []string
 		for _, r := range it.Results {
 			if r != nil && r.Severity == framework.Error {
 				parts = append(parts, strings.TrimSpace(r.Message))
@@ -316,7 +316,11 @@ func failedFunctionDetail(resultsDir string) string {
 		if t := tail(it.Stderr, 3, 600); t != "" {
 			parts = append(parts, t)
 		}
-		return strings.Join(parts, "; ")
+		d := fmt.Sprintf("exit code %d", it.ExitCode)
+		if len(parts) > 0 {
+			d += ": " + strings.Join(parts, "; ")
+		}
+		return d
 	}
 	return ""
 }

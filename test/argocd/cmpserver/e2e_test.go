@@ -1,0 +1,705 @@
+// End-to-end test of kptr as an Argo CD config-management plugin: the real
+// argocd-cmp-server (built from this module's main.go) runs the repository's
+// plugin.yaml as uid 999 without capabilities, and the test plays the
+// repo-server: it streams a repository over the plugin's unix socket with
+// Argo CD's own client and stream code and checks what comes back.
+//
+// Run with `make test-argocd` (builds bin/kptr and the cached cmp-server);
+// KPTR_BIN and ARGOCD_CMP_SERVER override the binaries.
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/argoproj/argo-cd/v3/cmpserver/apiclient"
+	"github.com/argoproj/argo-cd/v3/util/cmp"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"google.golang.org/protobuf/types/known/emptypb"
+
+	"github.com/kptr-dev/kptr/test/fnimage"
+	"github.com/kptr-dev/kptr/test/registry"
+)
+
+// repoRoot is the kptr repository (this module lives in test/argocd/cmpserver).
+var repoRoot = func() string {
+	d, _ := filepath.Abs("../../..")
+	return d
+}()
+
+// pluginUID is the uid Argo CD's plugin docs (and deploy/) run the sidecar as.
+const pluginUID = 999
+
+func kptrBinary(t *testing.T) string {
+	p := os.Getenv("KPTR_BIN")
+	if p == "" {
+		p = filepath.Join(repoRoot, "bin", "kptr")
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("kptr binary: %v (run `make build`, or `make test-argocd`)", err)
+	}
+	return p
+}
+
+var (
+	cmpOnce sync.Once
+	cmpPath string
+	cmpErr  error
+)
+
+// cmpServerBinary returns argocd-cmp-server, built once per content of this
+// module (go.mod, go.sum, main.go) into ~/.cache/kptr-test, the key `make
+// argocd-cmp-server` uses too.
+func cmpServerBinary(t *testing.T) string {
+	if p := os.Getenv("ARGOCD_CMP_SERVER"); p != "" {
+		return p
+	}
+	cmpOnce.Do(func() {
+		h := sha256.New()
+		for _, f := range []string{"go.mod", "go.sum", "main.go"} {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				cmpErr = err
+				return
+			}
+			h.Write(b)
+		}
+		home, _ := os.UserHomeDir()
+		cmpPath = filepath.Join(home, ".cache", "kptr-test", "argocd-cmp-server-"+hex.EncodeToString(h.Sum(nil))[:16])
+		if _, err := os.Stat(cmpPath); err == nil {
+			return
+		}
+		if err := os.MkdirAll(filepath.Dir(cmpPath), 0o755); err != nil {
+			cmpErr = err
+			return
+		}
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", cmpPath+".tmp", ".")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			cmpErr = fmt.Errorf("building argocd-cmp-server: %v\n%s", err, out)
+			return
+		}
+		cmpErr = os.Rename(cmpPath+".tmp", cmpPath)
+	})
+	if cmpErr != nil {
+		t.Fatal(cmpErr)
+	}
+	return cmpPath
+}
+
+// server is one running argocd-cmp-server with kptr as its plugin.
+type server struct {
+	sock   string
+	cache  string
+	client apiclient.ConfigManagementPluginServiceClient
+	log    *syncBuffer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// mkdir creates a directory owned by the plugin user (when we are root).
+func mkdir(t *testing.T, p string, mode os.FileMode) string {
+	t.Helper()
+	if err := os.MkdirAll(p, mode); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(p, mode)
+	if os.Geteuid() == 0 {
+		if err := os.Chown(p, pluginUID, pluginUID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return p
+}
+
+func copyFile(t *testing.T, src, dst string, mode os.FileMode) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, b, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startServer starts argocd-cmp-server as the sidecar runs: uid 999, no
+// capabilities (bounding set empty), no_new_privs, the repository's
+// plugin.yaml, and only directories under its own /tmp base (work dir,
+// socket, HOME, cache) writable to it. operatorEnv is the sidecar's env.
+func startServer(t *testing.T, operatorEnv map[string]string) *server {
+	t.Helper()
+	base, err := os.MkdirTemp("", "kptr-cmp-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	os.Chmod(base, 0o755)
+	bin := filepath.Join(base, "bin")
+	os.Mkdir(bin, 0o755)
+	copyFile(t, kptrBinary(t), filepath.Join(bin, "kptr"), 0o755)
+	copyFile(t, cmpServerBinary(t), filepath.Join(bin, "argocd-cmp-server"), 0o755)
+	cfg := filepath.Join(base, "config")
+	os.Mkdir(cfg, 0o755)
+	copyFile(t, filepath.Join(repoRoot, "plugin.yaml"), filepath.Join(cfg, "plugin.yaml"), 0o644)
+	s := &server{
+		sock:  filepath.Join(mkdir(t, filepath.Join(base, "plugins"), 0o755), "kpt-v1.sock"),
+		cache: mkdir(t, filepath.Join(base, "cache"), 0o700),
+		log:   &syncBuffer{},
+	}
+	env := map[string]string{
+		"PATH":                      bin + ":/usr/local/bin:/usr/bin:/bin",
+		"HOME":                      mkdir(t, filepath.Join(base, "home"), 0o700),
+		"TMPDIR":                    mkdir(t, filepath.Join(base, "tmp"), 0o700),
+		"ARGOCD_PLUGINSOCKFILEPATH": filepath.Dir(s.sock),
+		"KPTR_CACHE_DIR":            s.cache,
+		"KPTR_PROGRESS":             "none",
+	}
+	for k, v := range operatorEnv {
+		env[k] = v
+	}
+	argv := []string{filepath.Join(bin, "argocd-cmp-server"), "--config-dir-path", cfg, "--logformat", "text", "--loglevel", "info"}
+	if os.Geteuid() == 0 {
+		argv = append([]string{"setpriv", "--reuid", fmt.Sprint(pluginUID), "--regid", fmt.Sprint(pluginUID), "--clear-groups",
+			"--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"}, argv...)
+	} else {
+		t.Logf("not root: running argocd-cmp-server as uid %d", os.Geteuid())
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Stdout, cmd.Stderr = s.log, s.log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("argocd-cmp-server log:\n%s", s.log.String())
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := os.Stat(s.sock); err == nil {
+			break
+		}
+		select {
+		case <-done:
+			t.Fatalf("argocd-cmp-server exited:\n%s", s.log.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no socket %s after 20s:\n%s", s.sock, s.log.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if os.Geteuid() == 0 {
+		checkConfined(t, cmd.Process.Pid)
+	}
+	conn, err := apiclient.NewConnection(s.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	s.client = apiclient.NewConfigManagementPluginServiceClient(conn)
+	return s
+}
+
+// checkConfined asserts the server runs as the sidecar does: uid/gid 999, no
+// capabilities at all (bounding set included), no_new_privs.
+func checkConfined(t *testing.T, pid int) {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"Uid":        fmt.Sprintf("%d\t%d\t%d\t%d", pluginUID, pluginUID, pluginUID, pluginUID),
+		"Gid":        fmt.Sprintf("%d\t%d\t%d\t%d", pluginUID, pluginUID, pluginUID, pluginUID),
+		"Groups":     "",
+		"CapInh":     "0000000000000000",
+		"CapPrm":     "0000000000000000",
+		"CapEff":     "0000000000000000",
+		"CapBnd":     "0000000000000000",
+		"CapAmb":     "0000000000000000",
+		"NoNewPrivs": "1",
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if w, check := want[k]; ok && check {
+			if got := strings.TrimSpace(v); got != w {
+				t.Errorf("argocd-cmp-server %s = %q, want %q", k, got, w)
+			}
+			delete(want, k)
+		}
+	}
+	if len(want) != 0 {
+		t.Errorf("status fields not found: %v", want)
+	}
+}
+
+// requestEnv is what the repo-server sends for an Application (getPluginEnvs).
+func requestEnv(app string, params map[string]string) []string {
+	env := []string{
+		"ARGOCD_APP_NAME=" + app,
+		"ARGOCD_APP_NAMESPACE=" + app,
+		"ARGOCD_APP_PROJECT_NAME=default",
+		"ARGOCD_APP_REVISION=0123456789abcdef0123456789abcdef01234567",
+		"ARGOCD_APP_REVISION_SHORT=0123456",
+		"ARGOCD_APP_REVISION_SHORT_8=01234567",
+		"ARGOCD_APP_SOURCE_REPO_URL=https://git.example.com/org/apps.git",
+		"ARGOCD_APP_SOURCE_PATH=apps/echo",
+		"ARGOCD_APP_SOURCE_TARGET_REVISION=main",
+		"KUBE_VERSION=1.34.0",
+		"KUBE_API_VERSIONS=v1,apps/v1",
+	}
+	if params != nil {
+		var list []map[string]string
+		keys := make([]string, 0, len(params))
+		for k := range params {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			list = append(list, map[string]string{"name": k, "string": params[k]})
+			env = append(env, "PARAM_"+strings.ToUpper(strings.ReplaceAll(k, "-", "_"))+"="+params[k])
+		}
+		b, _ := json.Marshal(list)
+		env = append(env, "ARGOCD_APP_PARAMETERS="+string(b))
+	}
+	return env
+}
+
+// generate sends repo (app at appRel) as the repo-server does and returns
+// the manifests or the error Argo CD would show.
+func (s *server) generate(repo, appRel string, env []string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	stream, err := s.client.GenerateManifest(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := cmp.SendRepoStream(ctx, filepath.Join(repo, appRel), repo, stream, env, nil); err != nil {
+		return nil, err
+	}
+	resp, err := stream.CloseAndRecv()
+	if err != nil {
+		return nil, err
+	}
+	return resp.GetManifests(), nil
+}
+
+func (s *server) match(t *testing.T, repo, appRel string) *apiclient.RepositoryResponse {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	stream, err := s.client.MatchRepository(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmp.SendRepoStream(ctx, filepath.Join(repo, appRel), repo, stream, requestEnv("echo", nil), nil); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := stream.CloseAndRecv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// fns is the local registry with the fixture functions.
+type fns struct {
+	reg                  *registry.Registry
+	labels, annots, fx   string
+	labelsImg, annotsImg v1.Image
+	allowed              string
+}
+
+func pushFunctions(t *testing.T) *fns {
+	reg := registry.Start(t)
+	f := &fns{reg: reg, allowed: reg.Addr + "/fn/*"}
+	f.labelsImg = fnimage.Build(t, "set-labels")
+	f.annotsImg = fnimage.Build(t, "set-annotations")
+	f.labels = reg.Addr + "/fn/set-labels:v0.2.0"
+	f.annots = reg.Addr + "/fn/set-annotations:v0.1.4"
+	f.fx = reg.Addr + "/fn/kptr-fx:v1"
+	fnimage.Push(t, f.labelsImg, f.labels)
+	fnimage.Push(t, f.annotsImg, f.annots)
+	fnimage.Push(t, fnimage.Build(t, "kptr-fx"), f.fx)
+	return f
+}
+
+// blobs lists every blob digest (config and layers) of imgs.
+func blobs(t *testing.T, imgs ...v1.Image) []string {
+	seen := map[string]bool{}
+	for _, img := range imgs {
+		cn, err := img.ConfigName()
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[cn.String()] = true
+		ls, _ := img.Layers()
+		for _, l := range ls {
+			d, _ := l.Digest()
+			seen[d.String()] = true
+		}
+	}
+	var out []string
+	for d := range seen {
+		out = append(out, d)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func write(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	for p, c := range files {
+		full := filepath.Join(root, p)
+		os.MkdirAll(filepath.Dir(full), 0o755)
+		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// repository is a checkout as the repo-server holds it: .git included, the
+// app under apps/echo (with a subpackage), a second app elsewhere.
+func repository(t *testing.T, f *fns) string {
+	repo := t.TempDir()
+	write(t, repo, map[string]string{
+		".git/HEAD":   "ref: refs/heads/main\n",
+		".git/config": "[core]\n\tbare = false\n",
+		"README.md":   "apps\n",
+		"apps/echo/Kptfile": `apiVersion: kpt.dev/v1
+kind: Kptfile
+metadata:
+  name: echo
+  annotations:
+    config.kubernetes.io/local-config: "true"
+pipeline:
+  mutators:
+  - image: ` + f.labels + `
+    configMap:
+      app.kubernetes.io/name: echoserver
+  - image: ` + f.annots + `
+    configPath: annotations.yaml
+`,
+		"apps/echo/annotations.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: echo-annotations
+  annotations:
+    config.kubernetes.io/local-config: "true"
+data:
+  owner: platform-team
+`,
+		"apps/echo/deployment.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: echoserver
+spec:
+  replicas: 2
+  selector:
+    matchLabels:
+      app: echoserver
+  template:
+    metadata:
+      labels:
+        app: echoserver
+    spec:
+      containers:
+      - name: echoserver
+        image: registry.k8s.io/e2e-test-images/agnhost:2.53
+        args: [netexec, --http-port=8080]
+`,
+		"apps/echo/svc/Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: svc\n  annotations:\n    config.kubernetes.io/local-config: \"true\"\n",
+		"apps/echo/svc/service.yaml": `apiVersion: v1
+kind: Service
+metadata:
+  name: echoserver
+spec:
+  selector:
+    app: echoserver
+  ports:
+  - port: 80
+    targetPort: 8080
+`,
+		"apps/failing/Kptfile": `apiVersion: kpt.dev/v1
+kind: Kptfile
+metadata:
+  name: failing
+pipeline:
+  mutators:
+  - image: ` + f.fx + `
+    configMap:
+      op: crash
+      code: "1"
+      message: "policy check failed: Deployment echoserver must set resources.limits"
+`,
+		"apps/failing/deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: echoserver\n",
+		"apps/plain/deployment.yaml":   "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: plain\n",
+	})
+	return repo
+}
+
+// expected is the rendering of apps/echo: labels and annotations set by
+// the functions, local config (Kptfiles, the annotations config) gone.
+func expected(extraAnnotations map[string]string) []map[string]any {
+	ann := func() map[string]any {
+		m := map[string]any{"owner": "platform-team"}
+		for k, v := range extraAnnotations {
+			m[k] = v
+		}
+		return m
+	}
+	labels := map[string]any{"app.kubernetes.io/name": "echoserver"}
+	return []map[string]any{
+		{
+			"apiVersion": "apps/v1", "kind": "Deployment",
+			"metadata": map[string]any{"name": "echoserver", "labels": labels, "annotations": ann()},
+			"spec": map[string]any{
+				"replicas": float64(2),
+				"selector": map[string]any{"matchLabels": map[string]any{"app": "echoserver"}},
+				"template": map[string]any{
+					"metadata": map[string]any{"labels": map[string]any{"app": "echoserver"}},
+					"spec": map[string]any{"containers": []any{map[string]any{
+						"name": "echoserver", "image": "registry.k8s.io/e2e-test-images/agnhost:2.53",
+						"args": []any{"netexec", "--http-port=8080"},
+					}}},
+				},
+			},
+		},
+		{
+			"apiVersion": "v1", "kind": "Service",
+			"metadata": map[string]any{"name": "echoserver", "labels": labels, "annotations": ann()},
+			"spec": map[string]any{
+				"selector": map[string]any{"app": "echoserver"},
+				"ports":    []any{map[string]any{"port": float64(80), "targetPort": float64(8080)}},
+			},
+		},
+	}
+}
+
+func decode(t *testing.T, manifests []string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, m := range manifests {
+		var obj map[string]any
+		if err := json.Unmarshal([]byte(m), &obj); err != nil {
+			t.Fatalf("manifest is not a JSON object: %v\n%s", err, m)
+		}
+		out = append(out, obj)
+	}
+	return out
+}
+
+func assertManifests(t *testing.T, got []string, want []map[string]any) {
+	t.Helper()
+	objs := decode(t, got)
+	if !reflect.DeepEqual(objs, want) {
+		g, _ := json.MarshalIndent(objs, "", "  ")
+		w, _ := json.MarshalIndent(want, "", "  ")
+		t.Fatalf("manifests:\n%s\nwant:\n%s", g, w)
+	}
+}
+
+func TestArgoCDPlugin(t *testing.T) {
+	f := pushFunctions(t)
+	repo := repository(t, f)
+	s := startServer(t, map[string]string{"KPTR_ALLOWED_IMAGES": f.allowed})
+
+	t.Run("configuration and discovery", func(t *testing.T) {
+		cfg, err := s.client.CheckPluginConfiguration(context.Background(), &emptypb.Empty{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !cfg.IsDiscoveryConfigured {
+			t.Error("plugin.yaml's discovery is not configured")
+		}
+		if r := s.match(t, repo, "apps/echo"); !r.IsSupported || !r.IsDiscoveryEnabled {
+			t.Errorf("apps/echo (Kptfile) not matched: %+v", r)
+		}
+		// Discovery looks at the app path only: apps/ has Kptfiles below it, not in it.
+		if r := s.match(t, repo, "apps"); r.IsSupported {
+			t.Error("apps/ matched without a Kptfile of its own")
+		}
+		if r := s.match(t, repo, "apps/plain"); r.IsSupported {
+			t.Error("a directory without a Kptfile matched")
+		}
+	})
+
+	t.Run("parameter announcements", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		stream, err := s.client.GetParametersAnnouncement(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmp.SendRepoStream(ctx, filepath.Join(repo, "apps/echo"), repo, stream, requestEnv("echo", nil), nil); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := stream.CloseAndRecv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, p := range resp.ParameterAnnouncements {
+			names = append(names, p.Name)
+		}
+		if strings.Join(names, ",") != "annotation-domain,fn-timeout" {
+			t.Errorf("announced parameters = %v", names)
+		}
+	})
+
+	t.Run("manifests", func(t *testing.T) {
+		got, err := s.generate(repo, "apps/echo", requestEnv("echo", nil))
+		if err != nil {
+			t.Fatalf("generate: %v\n%s", err, s.log.String())
+		}
+		assertManifests(t, got, expected(nil))
+	})
+
+	t.Run("annotations with the parameter", func(t *testing.T) {
+		env := requestEnv("argocd_echo", map[string]string{"annotation-domain": "kptr.dev"})
+		got, err := s.generate(repo, "apps/echo", env)
+		if err != nil {
+			t.Fatalf("generate: %v", err)
+		}
+		assertManifests(t, got, expected(map[string]string{
+			"kptr.dev/app-name":        "argocd_echo",
+			"kptr.dev/revision":        "0123456789abcdef0123456789abcdef01234567",
+			"kptr.dev/repo-url":        "https://git.example.com/org/apps.git",
+			"kptr.dev/target-revision": "main",
+			"kptr.dev/source-path":     "apps/echo",
+		}))
+	})
+
+	t.Run("a failing function", func(t *testing.T) {
+		got, err := s.generate(repo, "apps/failing", requestEnv("failing", nil))
+		if err == nil {
+			t.Fatalf("no error; manifests %v", got)
+		}
+		if len(got) != 0 {
+			t.Errorf("manifests returned with an error: %v", got)
+		}
+		msg := err.Error()
+		t.Logf("Argo CD shows: %s", msg)
+		for _, want := range []string{"policy check failed: Deployment echoserver must set resources.limits", "kptr-fx:v1", "exit code 1"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("error shown in Argo CD %q does not contain %q", msg, want)
+			}
+		}
+		if strings.Contains(msg, "_cmp_server") {
+			t.Errorf("error leaks the server's work directory: %q", msg)
+		}
+	})
+
+	t.Run("parameters cannot widen the policy", func(t *testing.T) {
+		// An app that names an image outside the allow-list and passes every
+		// parameter that could sound like permission.
+		evil := t.TempDir()
+		write(t, evil, map[string]string{
+			"app/Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators:\n  - image: " + f.reg.Addr + "/other/set-labels:v0.2.0\n",
+			"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n",
+		})
+		env := requestEnv("evil", map[string]string{
+			"allowed-images": "**", "allow-exec": "true", "allow-network": "true", "sandbox": "none",
+			"kptr-allowed-images": "**", "args": "--allowed-images=** --allow-exec",
+		})
+		env = append(env, "ARGOCD_ENV_KPTR_ALLOWED_IMAGES=**", "ARGOCD_ENV_ALLOWED_IMAGES=**")
+		got, err := s.generate(evil, "app", env)
+		if err == nil || len(got) != 0 {
+			t.Fatalf("refused image rendered: %v %v", got, err)
+		}
+		if !strings.Contains(err.Error(), "not allowed") || !strings.Contains(err.Error(), f.allowed) {
+			t.Errorf("error %q does not explain the refusal", err)
+		}
+	})
+}
+
+// Eight Applications rendered at once on a cold cache: every request
+// succeeds with the same manifests and each blob is downloaded once.
+func TestArgoCDPluginConcurrentColdCache(t *testing.T) {
+	f := pushFunctions(t)
+	repo := repository(t, f)
+	s := startServer(t, map[string]string{"KPTR_ALLOWED_IMAGES": f.allowed})
+	digests := blobs(t, f.labelsImg, f.annotsImg)
+	before := map[string]int{}
+	for _, d := range digests {
+		before[d] = f.reg.BlobGets(d)
+	}
+	const n = 8
+	results := make([][]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			results[i], errs[i] = s.generate(repo, "apps/echo", requestEnv(fmt.Sprintf("echo-%d", i), nil))
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil {
+			t.Errorf("request %d: %v", i, errs[i])
+			continue
+		}
+		assertManifests(t, results[i], expected(nil))
+	}
+	for _, d := range digests {
+		if got := f.reg.BlobGets(d) - before[d]; got != 1 {
+			t.Errorf("blob %s downloaded %d times by %d concurrent renders, want 1", d, got, n)
+		}
+	}
+	// The cache is owned by the plugin user, nothing else was written.
+	if os.Geteuid() == 0 {
+		var st syscall.Stat_t
+		if err := syscall.Stat(s.cache, &st); err != nil || st.Uid != pluginUID {
+			t.Errorf("cache dir owner %d: %v", st.Uid, err)
+		}
+	}
+}
