@@ -195,10 +195,21 @@ func (r *renderer) hydrateBFS() ([]*yaml.RNode, error) {
 		}
 		out, err := r.runPipeline(pn, input)
 		if err != nil {
-			r.latest = map[*pkgNode][]*yaml.RNode{}
-			for _, m := range order {
-				r.latest[m] = current[m.dir]
+			// what was rendered so far, for save-on-render-failure: the
+			// failing package's subtree as its last successful mutator
+			// left it, every other package as it stands
+			partial, hasPartial := r.latest[pn]
+			var all []*yaml.RNode
+			for _, m := range subtree(r.root) {
+				switch {
+				case m == pn && hasPartial:
+					all = append(all, partial...)
+				case hasPartial && inTree[m.dir]:
+				default:
+					all = append(all, current[m.dir]...)
+				}
 			}
+			r.latest = map[*pkgNode][]*yaml.RNode{r.root: all}
 			return nil, wrap("pkg.render", pn.status(), err)
 		}
 		for _, m := range members {

@@ -9,8 +9,12 @@ import (
 // and exit codes (every failure exits 1 with "Error: <msg> ").
 var kptMode bool
 
-// invokedAsKpt reports whether the binary was called through a "kpt" symlink.
-func invokedAsKpt(argv0 string) bool { return filepath.Base(argv0) == "kpt" }
+// invokedAsKpt reports whether the binary was called through a "kpt" symlink
+// (main calls it once per run, so it also resets kptMode).
+func invokedAsKpt(argv0 string) bool {
+	kptMode = filepath.Base(argv0) == "kpt"
+	return kptMode
+}
 
 // kptArgs translates kpt's command line into kptr's. kpt's `fn render`,
 // `fn eval`, `fn source` and `fn sink` map to the kptr commands of the same
