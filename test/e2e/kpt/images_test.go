@@ -50,5 +50,7 @@ func primeImages(parent *testing.T) {
 			}
 		}
 		imagesEnv = []string{"KPTR_MIRRORS=gcr.io=" + reg.Addr, "REGISTRY=" + reg.Addr}
+		// the registry stops with parent: let the next top-level test start its own
+		parent.Cleanup(func() { imagesOnce, imagesEnv, imagesErr = sync.Once{}, nil, "" })
 	})
 }
