@@ -1,0 +1,107 @@
+// Package argocd tests kptr's Argo CD sidecar image: the image `make image`
+// builds without a daemon is imported into kptr's own cache and kptr's own
+// sandbox runs the kptr inside it, as a pod would.
+package argocd
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	// libcontainer's container init (cgo): this test binary is the init of
+	// the sandboxes it starts.
+	_ "github.com/opencontainers/runc/libcontainer/nsenter"
+
+	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/runtime"
+)
+
+func TestMain(m *testing.M) {
+	runtime.HandleInit()
+	os.Exit(m.Run())
+}
+
+var root = func() string { d, _ := filepath.Abs("../../.."); return d }()
+
+func goCmd(t *testing.T, env []string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("go", args...)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), env...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+func TestImageRunsKptrInKptrsOwnSandbox(t *testing.T) {
+	tmp := t.TempDir()
+	os.Chmod(tmp, 0o755)
+	kptr := filepath.Join(tmp, "kptr")
+	// As `make image` builds it: static, cgo, with runc's seccomp support.
+	goCmd(t, []string{"CGO_ENABLED=1"}, "build", "-tags", "seccomp,netgo,osusergo", "-trimpath",
+		"-ldflags", "-s -w -X main.version=e2e-image -linkmode external -extldflags -static", "-o", kptr, "./cmd/kptr")
+	out := filepath.Join(tmp, "out")
+	const ref = "ghcr.io/kptr-dev/kptr:e2e"
+	goCmd(t, nil, "run", "./deploy/image", "--kptr", kptr, "--out", out, "--tag", ref)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, src := range []string{filepath.Join(out, "kptr.tar"), filepath.Join(out, "oci")} {
+		t.Run(filepath.Base(src), func(t *testing.T) {
+			c, err := cache.Open(t.TempDir(), cache.WithOffline(true))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if _, err := c.Import(ctx, src); err != nil {
+				t.Fatalf("import %s: %v", src, err)
+			}
+			b, err := c.Resolve(ctx, ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			plugin, _ := os.ReadFile(filepath.Join(root, "plugin.yaml"))
+			if got, err := os.ReadFile(filepath.Join(b.Rootfs, "home/argocd/cmp-server/config/plugin.yaml")); err != nil || !bytes.Equal(got, plugin) {
+				t.Errorf("plugin.yaml in the image: %v", err)
+			}
+
+			sb, err := runtime.New(runtime.WithTimeout(time.Minute))
+			if err != nil {
+				t.Fatalf("sandbox: %v", err)
+			}
+			run := func(args ...string) runtime.Result {
+				bb := b
+				bb.Config.Cmd = args
+				res, err := sb.Run(ctx, bb, runtime.Invocation{Stdin: strings.NewReader("")})
+				if err != nil {
+					t.Fatalf("kptr %v in the image: %v", args, err)
+				}
+				return res
+			}
+			res := run("version")
+			if res.ExitCode != 0 || !strings.HasPrefix(string(res.Stdout), "kptr e2e-image ") {
+				t.Errorf("kptr version: exit %d stdout %q stderr %q", res.ExitCode, res.Stdout, res.Stderr)
+			}
+			res = run("doctor")
+			report := string(res.Stdout) + string(res.Stderr)
+			t.Logf("kptr doctor in the image (exit %d):\n%s", res.ExitCode, report)
+			for _, probe := range []string{"userns", "mount", "proc", "seccomp", "sandbox:"} {
+				if !strings.Contains(report, probe) {
+					t.Errorf("doctor report lacks %q", probe)
+				}
+			}
+			// The image's kptr is built with seccomp support.
+			if strings.Contains(report, "built without the seccomp tag") {
+				t.Error("the image's kptr was built without the seccomp tag")
+			}
+			if res.ExitCode != 0 && res.ExitCode != 3 {
+				t.Errorf("doctor exit code %d (want 0, or 3 for a sandbox that cannot nest)", res.ExitCode)
+			}
+		})
+	}
+}
