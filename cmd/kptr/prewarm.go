@@ -65,7 +65,9 @@ func runPrewarm(ctx context.Context, g *globals, args []string) error {
 	}
 	if len(refs) == 0 {
 		fmt.Fprintln(g.stderr, "kptr prewarm: no function images found")
-		return nil
+		if export == "" {
+			return nil
+		}
 	}
 
 	bundles, err := pullAll(ctx, c, refs, jobs)
