@@ -6,7 +6,7 @@ LDFLAGS := -X main.version=$(VERSION)
 BIN := bin/kptr
 export CGO_ENABLED := 1
 
-.PHONY: help build build-seccomp test test-unit test-unpriv test-seccomp bench-runtime bench bench-cache bench-pipeline demo image argocd-cmp-server test-argocd clean
+.PHONY: help build build-seccomp test test-unit test-unpriv test-seccomp bench-runtime bench bench-cache bench-pipeline demo image argocd-cmp-server test-argocd bench-argocd clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -123,6 +123,9 @@ argocd-cmp-server: ## build (or reuse) Argo CD's argocd-cmp-server for the end-t
 
 test-argocd: build argocd-cmp-server ## end-to-end: kptr generate through a real argocd-cmp-server as uid 999 without capabilities
 	cd $(CMPSERVER_DIR) && KPTR_BIN=$(CURDIR)/$(BIN) ARGOCD_CMP_SERVER=$(ARGOCD_CMP_SERVER) $(GO) test -count=1 -timeout 10m ./...
+
+bench-argocd: build argocd-cmp-server ## Argo CD render latency through argocd-cmp-server, warm and cold cache
+	cd $(CMPSERVER_DIR) && KPTR_BIN=$(CURDIR)/$(BIN) ARGOCD_CMP_SERVER=$(ARGOCD_CMP_SERVER) $(GO) test -run '^$$' -bench . -benchtime 20x ./...
 
 clean:
 	rm -rf bin

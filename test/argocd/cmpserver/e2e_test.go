@@ -44,7 +44,7 @@ var repoRoot = func() string {
 // pluginUID is the uid Argo CD's plugin docs (and deploy/) run the sidecar as.
 const pluginUID = 999
 
-func kptrBinary(t *testing.T) string {
+func kptrBinary(t testing.TB) string {
 	p := os.Getenv("KPTR_BIN")
 	if p == "" {
 		p = filepath.Join(repoRoot, "bin", "kptr")
@@ -64,7 +64,7 @@ var (
 // cmpServerBinary returns argocd-cmp-server, built once per content of this
 // module (go.mod, go.sum, main.go) into ~/.cache/kptr-test, the key `make
 // argocd-cmp-server` uses too.
-func cmpServerBinary(t *testing.T) string {
+func cmpServerBinary(t testing.TB) string {
 	if p := os.Getenv("ARGOCD_CMP_SERVER"); p != "" {
 		return p
 	}
@@ -127,7 +127,7 @@ func (s *syncBuffer) String() string {
 }
 
 // mkdir creates a directory owned by the plugin user (when we are root).
-func mkdir(t *testing.T, p string, mode os.FileMode) string {
+func mkdir(t testing.TB, p string, mode os.FileMode) string {
 	t.Helper()
 	if err := os.MkdirAll(p, mode); err != nil {
 		t.Fatal(err)
@@ -141,7 +141,7 @@ func mkdir(t *testing.T, p string, mode os.FileMode) string {
 	return p
 }
 
-func copyFile(t *testing.T, src, dst string, mode os.FileMode) {
+func copyFile(t testing.TB, src, dst string, mode os.FileMode) {
 	t.Helper()
 	b, err := os.ReadFile(src)
 	if err != nil {
@@ -156,7 +156,7 @@ func copyFile(t *testing.T, src, dst string, mode os.FileMode) {
 // capabilities (bounding set empty), no_new_privs, the repository's
 // plugin.yaml, and only directories under its own /tmp base (work dir,
 // socket, HOME, cache) writable to it. operatorEnv is the sidecar's env.
-func startServer(t *testing.T, operatorEnv map[string]string) *server {
+func startServer(t testing.TB, operatorEnv map[string]string) *server {
 	t.Helper()
 	base, err := os.MkdirTemp("", "kptr-cmp-")
 	if err != nil {
@@ -246,7 +246,7 @@ func startServer(t *testing.T, operatorEnv map[string]string) *server {
 
 // checkConfined asserts the server runs as the sidecar does: uid/gid 999, no
 // capabilities at all (bounding set included), no_new_privs.
-func checkConfined(t *testing.T, pid int) {
+func checkConfined(t testing.TB, pid int) {
 	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
@@ -328,7 +328,7 @@ func (s *server) generate(repo, appRel string, env []string) ([]string, error) {
 	return resp.GetManifests(), nil
 }
 
-func (s *server) match(t *testing.T, repo, appRel string) *apiclient.RepositoryResponse {
+func (s *server) match(t testing.TB, repo, appRel string) *apiclient.RepositoryResponse {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -354,7 +354,7 @@ type fns struct {
 	allowed              string
 }
 
-func pushFunctions(t *testing.T) *fns {
+func pushFunctions(t testing.TB) *fns {
 	reg := registry.Start(t)
 	f := &fns{reg: reg, allowed: reg.Addr + "/fn/*"}
 	f.labelsImg = fnimage.Build(t, "set-labels")
@@ -369,7 +369,7 @@ func pushFunctions(t *testing.T) *fns {
 }
 
 // blobs lists every blob digest (config and layers) of imgs.
-func blobs(t *testing.T, imgs ...v1.Image) []string {
+func blobs(t testing.TB, imgs ...v1.Image) []string {
 	seen := map[string]bool{}
 	for _, img := range imgs {
 		cn, err := img.ConfigName()
@@ -391,7 +391,7 @@ func blobs(t *testing.T, imgs ...v1.Image) []string {
 	return out
 }
 
-func write(t *testing.T, root string, files map[string]string) {
+func write(t testing.TB, root string, files map[string]string) {
 	t.Helper()
 	for p, c := range files {
 		full := filepath.Join(root, p)
@@ -404,7 +404,7 @@ func write(t *testing.T, root string, files map[string]string) {
 
 // repository is a checkout as the repo-server holds it: .git included, the
 // app under apps/echo (with a subpackage), a second app elsewhere.
-func repository(t *testing.T, f *fns) string {
+func repository(t testing.TB, f *fns) string {
 	repo := t.TempDir()
 	write(t, repo, map[string]string{
 		".git/HEAD":   "ref: refs/heads/main\n",
@@ -520,7 +520,7 @@ func expected(extraAnnotations map[string]string) []map[string]any {
 	}
 }
 
-func decode(t *testing.T, manifests []string) []map[string]any {
+func decode(t testing.TB, manifests []string) []map[string]any {
 	t.Helper()
 	var out []map[string]any
 	for _, m := range manifests {
@@ -533,7 +533,7 @@ func decode(t *testing.T, manifests []string) []map[string]any {
 	return out
 }
 
-func assertManifests(t *testing.T, got []string, want []map[string]any) {
+func assertManifests(t testing.TB, got []string, want []map[string]any) {
 	t.Helper()
 	objs := decode(t, got)
 	if !reflect.DeepEqual(objs, want) {
