@@ -87,8 +87,8 @@ func cmpServerBinary(t testing.TB) string {
 			cmpErr = err
 			return
 		}
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", cmpPath+".tmp", ".")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		// The settings of `go test` itself, so the compiled packages are shared.
+		cmd := exec.Command("go", "build", "-ldflags=-s -w", "-o", cmpPath+".tmp", ".")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			cmpErr = fmt.Errorf("building argocd-cmp-server: %v\n%s", err, out)
 			return
