@@ -9,7 +9,6 @@ import (
 
 	kptv1 "github.com/kptr-dev/kptr/pipeline/kptfile/v1"
 	"sigs.k8s.io/kustomize/kyaml/kio"
-	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
@@ -99,7 +98,7 @@ func (p *pkgNode) subpackages(root *pkgNode) ([]*pkgNode, error) {
 }
 
 // localResources reads the package's own files (not its subpackages'),
-// honouring .krmignore; the Kptfile comes last, as kpt orders it.
+// honouring .krmignore, files in lexical byte order (so the Kptfile first).
 func (p *pkgNode) localResources() ([]*yaml.RNode, error) {
 	nodes, err := kio.LocalPackageReader{
 		PackagePath:       p.dir,
@@ -114,15 +113,7 @@ func (p *pkgNode) localResources() ([]*yaml.RNode, error) {
 		msg := strings.ReplaceAll(err.Error(), p.dir+string(filepath.Separator), "")
 		return nil, wrap("pkg.readResources", p.status(), errors.New(msg))
 	}
-	var kf, rest []*yaml.RNode
-	for _, n := range nodes {
-		if path, _, _ := kioutil.GetFileAnnotations(n); path == kptv1.KptFileName {
-			kf = append(kf, n)
-		} else {
-			rest = append(rest, n)
-		}
-	}
-	return append(rest, kf...), nil
+	return nodes, nil
 }
 
 func pkgPathOf(n *yaml.RNode) string {
