@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	kptv1 "github.com/kptr-dev/kptr/pipeline/kptfile/v1"
 	"sigs.k8s.io/kustomize/kyaml/kio"
@@ -35,7 +36,9 @@ func Eval(ctx context.Context, dir string, fn EvalFunction, opts Options, stdin 
 	r := &renderer{ctx: ctx, opts: opts, pr: &printer{w: opts.Stderr}, results: newResultList(), inputFiles: map[string]bool{}}
 	fail := func(err error) (*Output, error) {
 		_ = r.saveResults()
-		return nil, newError(err, dir, r.failedFunction())
+		e := newError(err, dir, r.failedFunction())
+		e.summary = "eval" + strings.TrimPrefix(e.summary, "render")
+		return nil, e
 	}
 	if fn.Exec != "" {
 		r.opts.AllowExec = true

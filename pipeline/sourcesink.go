@@ -46,8 +46,12 @@ func Source(dir, fnConfig string, unwrap bool, w io.Writer) error {
 }
 
 // Sink reads a ResourceList (or YAML stream) from r and writes its
-// resources into dir by their path annotations, as `kpt fn sink` does.
+// resources into dir by their path annotations, as `kpt fn sink` does; dir
+// must not exist yet.
 func Sink(r io.Reader, dir string) error {
+	if _, err := os.Stat(dir); err == nil {
+		return fmt.Errorf("directory %q already exists, please delete the directory and retry", dir)
+	}
 	nodes, err := (&kio.ByteReader{Reader: r, PreserveSeqIndent: true, WrapBareSeqNode: true}).Read()
 	if err != nil {
 		return err
