@@ -49,6 +49,11 @@ func runGenerate(ctx context.Context, g *globals, args []string) error {
 	if fs.NArg() > 1 {
 		return generateFailed(g, usageError("at most one directory, got %d", fs.NArg()))
 	}
+	// Argo CD shows the whole stderr of a failed generate: keep it to the
+	// one error line unless the operator asked for logs.
+	if !fs.Changed("log-level") && g.getenv("KPTR_LOG_LEVEL") == "" {
+		g.logLevel = "error"
+	}
 	dir := "."
 	if fs.NArg() == 1 {
 		dir = fs.Arg(0)

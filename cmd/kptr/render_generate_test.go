@@ -404,3 +404,28 @@ func TestPrewarmImagesFileAndNames(t *testing.T) {
 		t.Errorf("refs = %v, want %v", got, want)
 	}
 }
+
+func TestGenerateEnvironmentFailureIsOneLineAndNoOutput(t *testing.T) {
+	f := fixture(t)
+	unreachable := echoPackage(f)
+	for k, v := range unreachable {
+		unreachable[k] = strings.ReplaceAll(v, f.reg.Addr, "127.0.0.1:1")
+	}
+	for _, tc := range []struct {
+		name, want string
+		pkg        map[string]string
+		env        map[string]string
+	}{
+		{"bad sandbox setting", "--sandbox", echoPackage(f), map[string]string{"KPTR_SANDBOX": "bogus"}},
+		{"bad pull policy", "Sometimes", echoPackage(f), map[string]string{"KPTR_IMAGE_PULL_POLICY": "Sometimes"}},
+		{"registry unreachable", "connection refused", unreachable, map[string]string{"KPTR_ALLOWED_IMAGES": "127.0.0.1:1/fn/*"}},
+	} {
+		dir := t.TempDir()
+		writeTree(t, dir, tc.pkg)
+		code, out, errs := generateIn(t, dir, genEnv(t, f, tc.env))
+		if code == 0 || out != "" || strings.Count(errs, "\n") != 1 || !strings.HasPrefix(errs, "kptr generate: ") || !strings.Contains(errs, tc.want) {
+			t.Errorf("%s: exit %d stdout %q stderr %q", tc.name, code, out, errs)
+		}
+		t.Logf("%s: %s", tc.name, strings.TrimSpace(errs))
+	}
+}
