@@ -172,10 +172,25 @@ func TestConcurrentRunsIsolated(t *testing.T) {
 
 // Own pid namespace: the function is pid 1 and sees only its own processes;
 // host processes cannot be signalled.
+//
+// With a masked /proc (TestProcBindFallback) the outer process list shows
+// through the bound /proc; kptr's own environment must still be unreadable.
 func TestPidNamespace(t *testing.T) {
-	_, f := run(t, Invocation{}, "ps")
-	if f["pids"] != "[1]" {
-		t.Errorf("visible pids %s, want only [1]", f["pids"])
+	_, f := run(t, Invocation{}, "id")
+	if f["pid"] != "1" {
+		t.Errorf("function is pid %s, want 1 of its own namespace", f["pid"])
+	}
+	if sandbox(t).Features().FreshProc {
+		_, f = run(t, Invocation{}, "ps")
+		if f["pids"] != "[1]" {
+			t.Errorf("visible pids %s, want only [1]", f["pids"])
+		}
+	} else {
+		env := fmt.Sprintf("/proc/%d/environ", os.Getpid())
+		_, f = run(t, Invocation{AsCurrentUser: true}, "read", env)
+		if strings.HasPrefix(f[env], "readable") {
+			t.Errorf("kptr's environment readable through the bound /proc: %q", f[env])
+		}
 	}
 	_, f = run(t, Invocation{}, "kill", strconv.Itoa(os.Getpid()))
 	if f["kill"] != "no such process" {

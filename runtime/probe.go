@@ -46,7 +46,7 @@ func (e *ProbeError) Error() string {
 // namespaces; it changes nothing outside them.
 func Probe() ([]ProbeResult, Features) {
 	f := Features{
-		Root:       os.Geteuid() == 0,
+		Root:       canMapRange(),
 		UID:        os.Geteuid(),
 		GID:        os.Getegid(),
 		Seccomp:    seccompBuilt,
@@ -96,7 +96,7 @@ func Probe() ([]ProbeResult, Features) {
 		add(ProbeResult{Name: "proc", Status: StatusOK, Detail: "fresh procfs mounted"})
 	case steps["procbind"] == nil:
 		add(ProbeResult{Name: "proc", Status: StatusDegraded,
-			Detail: "fresh procfs refused (" + steps["proc"].Error() + "); binding the existing /proc instead",
+			Detail: "fresh procfs refused (" + steps["proc"].Error() + "); binding the existing /proc instead: functions then see the sidecar's process list and command lines (not its environments or memory)",
 			Fix:    fixProc})
 	default:
 		add(ProbeResult{Name: "proc", Status: StatusFailed,
@@ -186,6 +186,31 @@ func probeCgroups(f Features, out []ProbeResult) (bool, []ProbeResult) {
 	detail := "cgroups not delegated to kptr: memory limit not enforced (the OOM killer picks functions first, oom_score_adj 1000); processes bounded by RLIMIT_NPROC inside each run's user namespace"
 	return false, append(out, ProbeResult{Name: "cgroups", Status: StatusDegraded, Detail: detail,
 		Fix: "pod: resources.limits.memory bounds the whole sidecar; per-function cgroup limits need kptr to run as root or a delegated cgroup v2 subtree"})
+}
+
+// canMapRange: kptr is root with the whole uid/gid space mapped (the
+// initial user namespace, or one that maps the range functions get), so it
+// may give each run container ids 0-65535 on host ids rootHostIDBase+.
+// Root inside a user namespace that maps only itself is treated as
+// unprivileged: one id, container root.
+func canMapRange() bool {
+	if os.Geteuid() != 0 {
+		return false
+	}
+	covers := func(file string) bool {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return false
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			var in, out, n uint64
+			if _, err := fmt.Sscan(l, &in, &out, &n); err == nil && in <= rootHostIDBase && in+n >= rootHostIDBase+rootHostIDSize {
+				return true
+			}
+		}
+		return false
+	}
+	return covers("/proc/self/uid_map") && covers("/proc/self/gid_map")
 }
 
 func hardLimits() map[int]uint64 {
