@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,7 +24,11 @@ import (
 
 func TestMain(m *testing.M) {
 	runtime.HandleInit()
-	os.Exit(m.Run())
+	code := m.Run()
+	if kptrDir != "" {
+		os.RemoveAll(kptrDir)
+	}
+	os.Exit(code)
 }
 
 var root = func() string { d, _ := filepath.Abs("../../.."); return d }()
@@ -38,13 +43,36 @@ func goCmd(t *testing.T, env []string, args ...string) {
 	}
 }
 
+var (
+	kptrOnce sync.Once
+	kptrPath string
+	kptrDir  string
+)
+
+// staticKptr builds kptr once per test binary as `make image` does: static,
+// cgo, with runc's seccomp support. The directory is readable by uid 999.
+func staticKptr(t *testing.T) string {
+	kptrOnce.Do(func() {
+		d, err := os.MkdirTemp("", "kptr-e2e-argocd-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(d, 0o755)
+		kptrDir = d
+		p := filepath.Join(d, "kptr")
+		goCmd(t, []string{"CGO_ENABLED=1"}, "build", "-tags", "seccomp,netgo,osusergo", "-trimpath",
+			"-ldflags", "-s -w -X main.version=e2e-image -linkmode external -extldflags -static", "-o", p, "./cmd/kptr")
+		kptrPath = p
+	})
+	if kptrPath == "" {
+		t.Fatal("building kptr failed earlier")
+	}
+	return kptrPath
+}
+
 func TestImageRunsKptrInKptrsOwnSandbox(t *testing.T) {
 	tmp := t.TempDir()
-	os.Chmod(tmp, 0o755)
-	kptr := filepath.Join(tmp, "kptr")
-	// As `make image` builds it: static, cgo, with runc's seccomp support.
-	goCmd(t, []string{"CGO_ENABLED=1"}, "build", "-tags", "seccomp,netgo,osusergo", "-trimpath",
-		"-ldflags", "-s -w -X main.version=e2e-image -linkmode external -extldflags -static", "-o", kptr, "./cmd/kptr")
+	kptr := staticKptr(t)
 	out := filepath.Join(tmp, "out")
 	const ref = "ghcr.io/kptr-dev/kptr:e2e"
 	goCmd(t, nil, "run", "./deploy/image", "--kptr", kptr, "--out", out, "--tag", ref)
