@@ -346,3 +346,25 @@ func TestCommitCrashBeforeAndAfterCommitPoint(t *testing.T) {
 		t.Fatal("staging left behind")
 	}
 }
+
+// Concurrent writers of one package serialise on the directory lock: the
+// result is one writer's complete set of files, never a mix.
+func TestConcurrentCommitsDoNotMix(t *testing.T) {
+	dir := writeTree(t, map[string]string{"a.yaml": "0\n", "b.yaml": "0\n"})
+	var wg sync.WaitGroup
+	for w := 1; w <= 8; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			v := []byte(fmt.Sprintf("%d\n", w))
+			if err := commitFiles(dir, map[string][]byte{"a.yaml": v, "b.yaml": v}, nil); err != nil {
+				t.Error(err)
+			}
+		}(w)
+	}
+	wg.Wait()
+	s := snapshot(t, dir)
+	if s["a.yaml"] != s["b.yaml"] || len(s) != 2 {
+		t.Fatalf("mixed result: %v", s)
+	}
+}

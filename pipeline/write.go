@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	kptv1 "github.com/kptr-dev/kptr/pipeline/kptfile/v1"
@@ -260,8 +261,13 @@ func commitFiles(root string, files map[string][]byte, deletes []string) error {
 	if len(rels) == 0 && len(dels) == 0 {
 		return nil
 	}
+	unlock, err := lockDir(root)
+	if err != nil {
+		return fmt.Errorf("failed to save resources: %w", err)
+	}
+	defer unlock()
 	tx := filepath.Join(root, txDirName)
-	if err := os.RemoveAll(tx); err != nil {
+	if err := recoverLocked(root); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Join(tx, "data"), 0o755); err != nil {
@@ -332,6 +338,33 @@ func applyJournal(root, tx string, ops []txOp) error {
 // at dir: a committed journal is rolled forward, an uncommitted staging
 // area is removed. Render and Eval call it before reading a package.
 func Recover(dir string) error {
+	if _, err := os.Lstat(filepath.Join(dir, txDirName)); os.IsNotExist(err) {
+		return nil
+	}
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return recoverLocked(dir)
+}
+
+// lockDir takes an exclusive flock on the package directory itself, so two
+// kptr processes writing the same package never share a staging area (and
+// nothing is left in the package for the lock).
+func lockDir(dir string) (func(), error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+}
+
+func recoverLocked(dir string) error {
 	tx := filepath.Join(dir, txDirName)
 	if _, err := os.Lstat(tx); os.IsNotExist(err) {
 		return nil
