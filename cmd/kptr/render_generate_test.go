@@ -429,3 +429,50 @@ func TestGenerateEnvironmentFailureIsOneLineAndNoOutput(t *testing.T) {
 		t.Logf("%s: %s", tc.name, strings.TrimSpace(errs))
 	}
 }
+
+// Kptfile `tag:` constraints list the repository's tags only when the
+// allow-list allows the repository, and the picked tag is checked again.
+func TestGenerateTagConstraintsUnderTheAllowList(t *testing.T) {
+	f := fixture(t)
+	for _, tag := range []string{"v1.0.0", "v1.0.3", "v2.0.0"} {
+		fnimage.Push(t, f.labelsImg, f.reg.Addr+"/fn/set-labels:"+tag)
+		fnimage.Push(t, f.labelsImg, f.reg.Addr+"/other/set-labels:"+tag)
+	}
+	pkg := func(repo string) string {
+		dir := t.TempDir()
+		writeTree(t, dir, map[string]string{
+			"Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators:\n  - image: " + repo + "\n    tag: \"~1.0\"\n    configMap:\n      team: web\n",
+			"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n",
+		})
+		return dir
+	}
+	before := len(f.reg.Requests())
+	code, out, errs := generateIn(t, pkg(f.reg.Addr+"/fn/set-labels"), genEnv(t, f, nil))
+	if code != 0 || !strings.Contains(out, "team: web") {
+		t.Fatalf("allowed constraint: exit %d stdout %q stderr %q", code, out, errs)
+	}
+	var pulledV103 bool
+	for _, r := range f.reg.Requests()[before:] {
+		pulledV103 = pulledV103 || strings.Contains(r, "/fn/set-labels/manifests/v1.0.3")
+	}
+	if !pulledV103 {
+		t.Errorf("constraint ~1.0 did not resolve to v1.0.3: %v", f.reg.Requests()[before:])
+	}
+
+	// Only a tag-less pattern for another repository: no tag listing of /other/.
+	before = len(f.reg.Requests())
+	code, out, errs = generateIn(t, pkg(f.reg.Addr+"/other/set-labels"), genEnv(t, f, map[string]string{"KPTR_ALLOWED_IMAGES": f.reg.Addr + "/fn/set-labels:v1.*"}))
+	if code == 0 || out != "" || !strings.Contains(errs, "not allowed") {
+		t.Fatalf("refused repository: exit %d stdout %q stderr %q", code, out, errs)
+	}
+	for _, r := range f.reg.Requests()[before:] {
+		if strings.Contains(r, "/other/") {
+			t.Errorf("the refused repository was contacted: %s", r)
+		}
+	}
+	// A tag pattern that the constraint's pick does not match is refused after the pick.
+	code, out, errs = generateIn(t, pkg(f.reg.Addr+"/fn/set-labels"), genEnv(t, f, map[string]string{"KPTR_ALLOWED_IMAGES": f.reg.Addr + "/fn/set-labels:v1.0.0"}))
+	if code == 0 || out != "" || !strings.Contains(errs, "set-labels:v1.0.3") {
+		t.Fatalf("picked tag outside the allow-list: exit %d stdout %q stderr %q", code, out, errs)
+	}
+}
