@@ -405,7 +405,7 @@ func TestPrewarmImagesFileAndNames(t *testing.T) {
 	}
 }
 
-func TestGenerateEnvironmentFailureIsOneLineAndNoOutput(t *testing.T) {
+func TestGenerateFailuresAreOneLineAndNoOutput(t *testing.T) {
 	f := fixture(t)
 	unreachable := echoPackage(f)
 	for k, v := range unreachable {
@@ -419,6 +419,7 @@ func TestGenerateEnvironmentFailureIsOneLineAndNoOutput(t *testing.T) {
 		{"bad sandbox setting", "--sandbox", echoPackage(f), map[string]string{"KPTR_SANDBOX": "bogus"}},
 		{"bad pull policy", "Sometimes", echoPackage(f), map[string]string{"KPTR_IMAGE_PULL_POLICY": "Sometimes"}},
 		{"registry unreachable", "connection refused", unreachable, map[string]string{"KPTR_ALLOWED_IMAGES": "127.0.0.1:1/fn/*"}},
+		{"output over the operator's limit", "KPTR_MAX_OUTPUT_BYTES", echoPackage(f), map[string]string{"KPTR_MAX_OUTPUT_BYTES": "100"}},
 	} {
 		dir := t.TempDir()
 		writeTree(t, dir, tc.pkg)
