@@ -14,7 +14,10 @@
 //     next to the package, a journal is committed with one rename, and only
 //     then are files renamed into place. A process killed before the commit
 //     leaves the package untouched; one killed after it is rolled forward by
-//     the next Render, Eval or Recover on that package.
+//     the next Render, Eval or Recover on that package. Writers of the same
+//     package serialise on a flock of its directory.
+//   - OutputMemory never writes to the package (not even the Kptfile status
+//     or a recovery), so it is safe on read-only checkouts.
 //   - A failed render changes only what kpt changes: the root Kptfile's
 //     status, or the partial result under kpt.dev/save-on-render-failure.
 //   - Kptfile and input errors surface before any image is resolved; an
