@@ -58,3 +58,13 @@ func TestValidateConfigPath(t *testing.T) {
 		}
 	}
 }
+
+func TestStatusFromAnotherVersionIsAccepted(t *testing.T) {
+	kf, err := Decode([]byte("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: a\nstatus:\n  conditions:\n    - type: Rendered\n      status: \"True\"\n  renderStatus:\n    mutationSteps:\n      - image: x\n        somethingNew: 1\n        exitCode: 0\n  futureField: {}\n"))
+	if err != nil {
+		t.Fatalf("a status with unknown fields must decode: %v", err)
+	}
+	if kf.Status == nil || len(kf.Status.Conditions) != 1 || kf.Status.Conditions[0].Type != "Rendered" {
+		t.Fatalf("status lost: %+v", kf.Status)
+	}
+}

@@ -190,3 +190,16 @@ type PipelineStepResult struct {
 	Results        []*framework.Result `yaml:"results,omitempty" json:"results,omitempty"`
 	ErrorResults   []*framework.Result `yaml:"errorResults,omitempty" json:"errorResults,omitempty"`
 }
+
+// UnmarshalYAML decodes a status leniently: status is render's output, never
+// its input, and a Kptfile last rendered by another kpt version may carry
+// fields this schema does not know; they must not make the package unreadable.
+func (s *Status) UnmarshalYAML(n *yaml.Node) error {
+	type plain Status
+	var p plain
+	if err := n.Decode(&p); err != nil {
+		return nil
+	}
+	*s = Status(p)
+	return nil
+}
