@@ -106,6 +106,9 @@ func prepare(ctx context.Context, fns []kptv1.Function, opts *Options, latest bo
 	var steps []*fnStep
 	for i, f := range fns {
 		st := &fnStep{fn: f}
+		if f.Condition != "" {
+			return steps, i, fmt.Errorf("function %q: `condition` (CEL) is not supported by kptr", shortName(f))
+		}
 		switch {
 		case f.Exec != "":
 			st.exec = f.Exec

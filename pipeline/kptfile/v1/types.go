@@ -125,6 +125,9 @@ type Function struct {
 	Tag        string            `yaml:"tag,omitempty" json:"tag,omitempty"`
 	Selectors  []Selector        `yaml:"selectors,omitempty" json:"selectors,omitempty"`
 	Exclusions []Selector        `yaml:"exclude,omitempty" json:"exclude,omitempty"`
+	// Condition is a CEL expression newer kpt versions evaluate before
+	// running the function; kptr decodes it and refuses to render with it.
+	Condition string `yaml:"condition,omitempty" json:"condition,omitempty"`
 }
 
 // Selector selects resources: every field given must match.
