@@ -40,8 +40,9 @@ type caseConfig struct {
 	Args                  map[string]string `yaml:"args"`
 	Network               bool              `yaml:"network"`
 	IncludeMetaResources  bool              `yaml:"includeMetaResources"`
-	// kptr additions: environment for the command (values may use $REGISTRY
-	// and $FIXTURES), and whether the case needs function images.
+	// kptr additions: environment for the command (values may use $REGISTRY,
+	// $FIXTURES and $CASE_TMP, a directory of this run), and whether the case
+	// needs function images.
 	Env         map[string]string `yaml:"env"`
 	NeedsImages bool              `yaml:"needsImages"`
 	CatalogOnly bool              `yaml:"catalogOnly"`
@@ -140,7 +141,7 @@ func (r *runner) runOnce(t *testing.T, tc testCase, i int) {
 			cmd = exec.Command(filepath.Join(r.binDir, "kpt"), r.args(tc, pkg, resultsDir, outDir)...)
 			cmd.Dir = r.cwd
 		}
-		cmd.Env = r.caseEnv(tc)
+		cmd.Env = r.caseEnv(tc, tmp)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err := cmd.Run()
@@ -256,8 +257,9 @@ func (r *runner) args(tc testCase, pkg, resultsDir, outDir string) []string {
 	return args
 }
 
-func (r *runner) caseEnv(tc testCase) []string {
+func (r *runner) caseEnv(tc testCase, tmp string) []string {
 	env := append([]string{}, r.env...)
+	env = append(env, "CASE_TMP="+tmp)
 	if tc.cfg.NeedsImages {
 		env = append(env, imagesEnv...)
 	}
