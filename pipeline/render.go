@@ -133,7 +133,9 @@ func (r *renderer) hydrate(pn *pkgNode) ([]*yaml.RNode, error) {
 		}
 		out, err := r.hydrate(sub)
 		if err != nil {
-			return nil, wrap("pkg.render", pn.status(), err)
+			// kpt reports a subpackage's failure as that package's own
+			// ("pkg.render: pkg ./db: ..."), not nested in its parent's
+			return nil, err
 		}
 		input = append(input, out...)
 	}
@@ -343,11 +345,11 @@ func (r *renderer) recordRun(steps *[]kptv1.PipelineStepResult, st *fnStep, fr *
 	if st.image == "" {
 		rec.Exec = st.exec
 	}
+	// results holds every result, errorResults repeats those of severity error
+	rec.Results = fr.Results
 	for _, res := range fr.Results {
-		if res.Severity == "error" {
+		if res != nil && res.Severity == "error" {
 			rec.ErrorResults = append(rec.ErrorResults, res)
-		} else {
-			rec.Results = append(rec.Results, res)
 		}
 	}
 	var ee *execError
