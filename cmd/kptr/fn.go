@@ -174,6 +174,8 @@ func runFnEval(ctx context.Context, g *globals, args []string) error {
 	fs.StringVarP(&output, "output", "o", "", "stdout, unwrap or a directory that must not exist; default: in place")
 	fs.StringVar(&resultsDir, "results-dir", "", "write results.yaml into this directory")
 	fs.BoolVar(&network, "network", false, "give the function the host network")
+	fs.BoolVar(&network, "allow-network", false, "alias of --network")
+	fs.Bool("allow-exec", true, "accepted for symmetry with render: --exec needs no further permission")
 	fs.StringArrayVar(&mounts, "mount", nil, "type=bind,src=HOST,dst=CONTAINER[,rw=true], repeatable")
 	fs.StringArrayVarP(&env, "env", "e", nil, "KEY=VALUE or KEY (from the environment) for the function, repeatable")
 	fs.BoolVar(&asCurrentUser, "as-current-user", false, "run the function as the current uid/gid instead of nobody")
