@@ -368,3 +368,31 @@ func TestConcurrentCommitsDoNotMix(t *testing.T) {
 		t.Fatalf("mixed result: %v", s)
 	}
 }
+
+// Render keeps no shared state: concurrent in-memory renders (what Argo CD's
+// parallel generate calls do) each get their own, correct result.
+func TestConcurrentInMemoryRenders(t *testing.T) {
+	fx := fnimage.Binary(t, "kptr-fx")
+	var wg sync.WaitGroup
+	for i := 0; i < 6; i++ {
+		dir := writeTree(t, map[string]string{
+			"Kptfile": kptfile("app", fmt.Sprintf("pipeline:\n  mutators:\n    - exec: %s op=label key=n value=v%d\n", fx, i)),
+			"cm.yaml": fmt.Sprintf(cm, fmt.Sprintf("cm-%d", i)),
+		})
+		wg.Add(1)
+		go func(i int, dir string) {
+			defer wg.Done()
+			out, err := Render(context.Background(), dir, Options{AllowExec: true, Output: OutputMemory})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for _, n := range out.Resources {
+				if n.GetLabels()["n"] != fmt.Sprintf("v%d", i) {
+					t.Errorf("render %d: %s has label %q", i, n.GetName(), n.GetLabels()["n"])
+				}
+			}
+		}(i, dir)
+	}
+	wg.Wait()
+}
