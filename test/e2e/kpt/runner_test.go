@@ -131,6 +131,20 @@ func (r *runner) runOnce(t *testing.T, tc testCase, i int) {
 		outDir = filepath.Join(pkg, "out")
 	}
 
+	// setup.sh and teardown.sh (kpt's format) run in the package copy
+	hook := func(name string) {
+		p := filepath.Join(pkg, ".expected", name)
+		if _, err := os.Stat(p); err != nil {
+			return
+		}
+		c := exec.Command("bash", p)
+		c.Dir, c.Env = pkg, r.caseEnv(tc, tmp)
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", name, err, out)
+		}
+	}
+	hook("setup.sh")
+	defer hook("teardown.sh")
 	{
 		var cmd *exec.Cmd
 		script := filepath.Join(pkg, ".expected", "exec.sh")
