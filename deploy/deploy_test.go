@@ -5,7 +5,10 @@ package deploy
 
 import (
 	"bytes"
+	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -266,6 +269,62 @@ func TestPrewarmedVariant(t *testing.T) {
 	// The stock copyutil init container is still there.
 	if named(spec["initContainers"], "copyutil") == nil {
 		t.Error("copyutil init container lost")
+	}
+}
+
+// stripComments drops comment lines, so two profiles compare by their rules.
+func stripComments(b []byte) []string {
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if t := strings.TrimSpace(l); t != "" && !strings.HasPrefix(t, "# ") && t != "#" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// The AppArmor profiles compile with the real parser (policy is compiled, not
+// loaded: this machine has no AppArmor kernel), and the 3.x variant is the
+// 4.x profile minus exactly its userns rule.
+func TestAppArmorProfilesCompile(t *testing.T) {
+	parser, err := exec.LookPath("apparmor_parser")
+	if err != nil {
+		t.Fatal("apparmor_parser not found: .ci/run installs the apparmor package")
+	}
+	out, _ := exec.Command(parser, "--version").Output()
+	v4 := !strings.Contains(string(out), "version 2.") && !strings.Contains(string(out), "version 3.")
+	dir := "variants/seccomp-localhost/profiles"
+	compile := func(name string) error {
+		cmd := exec.Command(parser, "--skip-kernel-load", "--skip-cache", "--skip-read-cache", "-S", filepath.Join(dir, name))
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		cmd.Stdout = io.Discard
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("%v: %s", err, stderr.String())
+		}
+		return nil
+	}
+	if err := compile("kptr-sandbox-apparmor3.apparmor"); err != nil {
+		t.Errorf("kptr-sandbox-apparmor3.apparmor: %v", err)
+	}
+	if v4 {
+		if err := compile("kptr-sandbox.apparmor"); err != nil {
+			t.Errorf("kptr-sandbox.apparmor: %v", err)
+		}
+	} else if err := compile("kptr-sandbox.apparmor"); err == nil || !strings.Contains(err.Error(), "line") {
+		t.Errorf("a 3.x parser must reject only the userns rule, got %v", err)
+	}
+	a, _ := os.ReadFile(filepath.Join(dir, "kptr-sandbox.apparmor"))
+	b, _ := os.ReadFile(filepath.Join(dir, "kptr-sandbox-apparmor3.apparmor"))
+	ra, rb := stripComments(a), stripComments(b)
+	var withoutUserns []string
+	for _, l := range ra {
+		if strings.TrimSpace(l) != "userns," {
+			withoutUserns = append(withoutUserns, l)
+		}
+	}
+	if len(withoutUserns) != len(ra)-1 || !reflect.DeepEqual(withoutUserns, rb) {
+		t.Errorf("the 3.x profile must be the 4.x profile minus its userns rule:\n%s\n---\n%s", strings.Join(ra, "\n"), strings.Join(rb, "\n"))
 	}
 }
 
