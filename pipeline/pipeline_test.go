@@ -396,3 +396,20 @@ func TestConcurrentInMemoryRenders(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// A symlinked resource file is written through its link, as kpt does.
+func TestSymlinkedFileWrittenThrough(t *testing.T) {
+	dir := writeTree(t, map[string]string{"real/target.yaml": "old\n"})
+	if err := os.Symlink("real/target.yaml", filepath.Join(dir, "link.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if err := commitFiles(dir, map[string][]byte{"link.yaml": []byte("new\n")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Lstat(filepath.Join(dir, "link.yaml")); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Fatal("the symlink was replaced")
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "real/target.yaml")); string(b) != "new\n" {
+		t.Fatalf("target = %q", b)
+	}
+}

@@ -239,7 +239,7 @@ const txDirName = ".kptr-tx"
 
 type txOp struct {
 	Src string `json:"src,omitempty"` // staged file, relative to the tx dir; empty for a delete
-	Dst string `json:"dst"`           // target, relative to the package
+	Dst string `json:"dst"`           // target, relative to the package (absolute: a symlink's target)
 }
 
 func commitFiles(root string, files map[string][]byte, deletes []string) error {
@@ -288,7 +288,14 @@ func commitFiles(root string, files map[string][]byte, deletes []string) error {
 			os.RemoveAll(tx)
 			return fmt.Errorf("failed to save resources: %w", err)
 		}
-		ops = append(ops, txOp{Src: src, Dst: rel})
+		dst := rel
+		// a symlinked file is written through, as kpt writes it, not replaced
+		if st, err := os.Lstat(filepath.Join(root, rel)); err == nil && st.Mode()&os.ModeSymlink != 0 {
+			if real, err := filepath.EvalSymlinks(filepath.Join(root, rel)); err == nil {
+				dst = real
+			}
+		}
+		ops = append(ops, txOp{Src: src, Dst: dst})
 	}
 	for _, d := range dels {
 		ops = append(ops, txOp{Dst: d})
@@ -309,7 +316,10 @@ func commitFiles(root string, files map[string][]byte, deletes []string) error {
 
 func applyJournal(root, tx string, ops []txOp) error {
 	for i, op := range ops {
-		dst := filepath.Join(root, op.Dst)
+		dst := op.Dst
+		if !filepath.IsAbs(dst) {
+			dst = filepath.Join(root, dst)
+		}
 		if op.Src == "" {
 			if err := os.Remove(dst); err != nil && !os.IsNotExist(err) {
 				return fmt.Errorf("failed to delete file: %w", err)
@@ -323,7 +333,11 @@ func applyJournal(root, tx string, ops []txOp) error {
 				return fmt.Errorf("failed to save resources: %w", err)
 			}
 			if err := os.Rename(src, dst); err != nil {
-				return fmt.Errorf("failed to save resources: %w", err)
+				// a symlink's target on another file system: copy instead
+				b, rerr := os.ReadFile(src)
+				if rerr != nil || writeSynced(dst, b, 0o644) != nil || os.Remove(src) != nil {
+					return fmt.Errorf("failed to save resources: %w", err)
+				}
 			}
 		}
 		syncDir(filepath.Dir(dst))
