@@ -142,6 +142,15 @@ func mkdir(t testing.TB, p string, mode os.FileMode) string {
 	return p
 }
 
+// readOnlyDir creates a directory the plugin user can enter but not write.
+func readOnlyDir(t testing.TB, p string) string {
+	t.Helper()
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func copyFile(t testing.TB, src, dst string, mode os.FileMode) {
 	t.Helper()
 	b, err := os.ReadFile(src)
@@ -155,8 +164,9 @@ func copyFile(t testing.TB, src, dst string, mode os.FileMode) {
 
 // startServer starts argocd-cmp-server as the sidecar runs: uid 999, no
 // capabilities (bounding set empty), no_new_privs, the repository's
-// plugin.yaml, and only directories under its own /tmp base (work dir,
-// socket, HOME, cache) writable to it. operatorEnv is the sidecar's env.
+// plugin.yaml, a read-only HOME, and only its /tmp (TMPDIR: work dir and
+// sandbox state), the socket directory and the cache writable to it.
+// operatorEnv is the sidecar's env.
 func startServer(t testing.TB, operatorEnv map[string]string) *server {
 	t.Helper()
 	base, err := os.MkdirTemp("", "kptr-cmp-")
@@ -179,7 +189,7 @@ func startServer(t testing.TB, operatorEnv map[string]string) *server {
 	}
 	env := map[string]string{
 		"PATH":                      bin + ":/usr/local/bin:/usr/bin:/bin",
-		"HOME":                      mkdir(t, filepath.Join(base, "home"), 0o700),
+		"HOME":                      readOnlyDir(t, filepath.Join(base, "home")), // as in the pod (read-only root filesystem)
 		"TMPDIR":                    mkdir(t, filepath.Join(base, "tmp"), 0o700),
 		"ARGOCD_PLUGINSOCKFILEPATH": filepath.Dir(s.sock),
 		"KPTR_CACHE_DIR":            s.cache,
