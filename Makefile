@@ -55,7 +55,7 @@ test-seccomp: ## the sandbox suite built with the seccomp tag (libseccomp), as r
 	$(GO) test -count=1 -tags seccomp ./runtime
 	@$(call run-unpriv,-tags seccomp)
 
-bench-runtime: ## per-run cost of the sandbox vs bare exec, bwrap, podman; as root and as uid 999 (figures → BENCHMARKS.md)
+bench-runtime: ## per-run cost of the sandbox vs bare exec, bwrap, podman (root); as root and as uid 999 (figures → BENCHMARKS.md)
 	$(GO) test -run '^$$' -bench BenchmarkRun -benchtime 100x -count 1 ./runtime
 	@set -euo pipefail; d=$$(mktemp -d /tmp/kptr-bench.XXXXXX); trap 'rm -rf "$$d"' EXIT; \
 	mkdir -p "$$d/bin" "$$d/home" "$$d/tmp"; \
@@ -65,7 +65,7 @@ bench-runtime: ## per-run cost of the sandbox vs bare exec, bwrap, podman; as ro
 	  echo "== as uid $(UNPRIV_UID), no capabilities, no_new_privs (the sidecar)"; \
 	  cd "$$d" && env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=$$d/home TMPDIR=$$d/tmp KPTR_FIXTURE_BIN_DIR=$$d/bin \
 	    setpriv --reuid=$(UNPRIV_UID) --regid=$(UNPRIV_UID) --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs \
-	    ./runtime.test -test.run '^$$' -test.bench BenchmarkRun -test.benchtime 100x; fi
+	    ./runtime.test -test.run '^$$' -test.bench 'BenchmarkRun/(bare|bwrap|kptr)$$' -test.benchtime 100x; fi
 
 bench-cache: ## cache benchmarks: cold pull vs skopeo+umoci, cached resolve, peak RSS (figures → BENCHMARKS.md)
 	$(GO) test -run '^$$' -bench . -benchtime 2000x -count 1 ./cache

@@ -40,7 +40,9 @@ func BenchmarkRun(b *testing.B) {
 		if _, err := exec.LookPath(name); err != nil {
 			b.Skipf("%s not installed", name)
 		}
-		cmd := exec.Command(name, args...)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, name, args...)
 		cmd.Stdin = bytes.NewReader(benchInput)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.Skipf("%s does not work here: %v: %s", name, err, firstLine(out))
