@@ -521,3 +521,33 @@ func TestCgroupLimits(t *testing.T) {
 }
 
 var _ = io.EOF
+
+// Invocation mounts (kpt fn eval --mount): visible where asked, read-only
+// when asked; a target inside the image that does not exist is refused
+// rather than created in the cache.
+func TestInvocationMounts(t *testing.T) {
+	host := filepath.Join(testTmp, "mount-src")
+	must(t, os.MkdirAll(host, 0o755))
+	must(t, os.WriteFile(filepath.Join(host, "data.txt"), []byte("hello"), 0o644))
+	bothRootfs(t, func(t *testing.T, rootfs string) {
+		before := snapshot(t, rootfs)
+		inv := Invocation{Mounts: []Mount{{Source: host, Target: "/work", ReadOnly: true}}}
+		_, f := runIn(t, rootfs, inv, "read", "/work/data.txt")
+		if f["/work/data.txt"] != "readable 5 bytes" {
+			t.Errorf("mounted file: %q", f["/work/data.txt"])
+		}
+		_, f = runIn(t, rootfs, inv, "write", "/work/new")
+		if f["/work/new"] == "written" {
+			t.Error("read-only mount writable")
+		}
+		b := bundle(t, "noread")
+		b.Rootfs = rootfs
+		_, err := sandbox(t).Run(context.Background(), b, Invocation{Mounts: []Mount{{Source: host, Target: "/etc/newdir"}}})
+		if err == nil {
+			t.Error("mount target created inside the image")
+		}
+		if after := snapshot(t, rootfs); after != before {
+			t.Fatal("cached rootfs changed by invocation mounts")
+		}
+	})
+}

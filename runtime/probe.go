@@ -116,6 +116,13 @@ func Probe() ([]ProbeResult, Features) {
 		add(ProbeResult{Name: "overlay", Status: StatusDegraded, Detail: "overlayfs refused (" + e.Error() + "); read-only root with tmpfs /tmp and $HOME (what kptr uses anyway)", Fix: "a kernel ≥ 5.11 (unprivileged overlayfs)"})
 	}
 	f.Cgroups, out = probeCgroups(f, out)
+	dir := defaultStateDir()
+	if err := ensurePrivateDir(dir); err != nil {
+		add(ProbeResult{Name: "statedir", Status: StatusFailed, Detail: "run state directory unusable: " + err.Error(),
+			Fix: "a writable $TMPDIR (the sidecar's cmp-tmp emptyDir on /tmp) or $XDG_RUNTIME_DIR"})
+		return out, f
+	}
+	add(ProbeResult{Name: "statedir", Status: StatusOK, Detail: "run state in " + dir})
 	if seccompBuilt {
 		add(ProbeResult{Name: "seccomp", Status: StatusOK, Detail: "seccomp filter loaded into every function"})
 	} else {

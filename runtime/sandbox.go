@@ -100,7 +100,32 @@ func New(opts ...Option) (*Sandbox, error) {
 	if err := ensurePrivateDir(s.stateDir); err != nil {
 		return nil, fmt.Errorf("sandbox state dir: %w", err)
 	}
+	pruneStale(s.stateDir)
 	return s, nil
+}
+
+// pruneStale removes run state left behind by kptr processes that died
+// mid-run (kill -9): entries are named kptr-<pid>-<n>[.root] and only those
+// of processes that no longer exist are removed.
+func pruneStale(dir string) {
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, de := range des {
+		rest, ok := strings.CutPrefix(de.Name(), "kptr-")
+		if !ok {
+			continue
+		}
+		pidStr, _, _ := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidStr)
+		if err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		if err := unix.Kill(pid, 0); errors.Is(err, unix.ESRCH) {
+			os.RemoveAll(filepath.Join(dir, de.Name()))
+		}
+	}
 }
 
 // Features returns what the sandbox adapted to.
@@ -108,6 +133,10 @@ func (s *Sandbox) Features() Features { return s.feat }
 
 // Probes returns the probe results New acted on (nil with WithFeatures).
 func (s *Sandbox) Probes() []ProbeResult { return s.probes }
+
+// DefaultStateDir is where run state lives unless WithStateDir says
+// otherwise: $XDG_RUNTIME_DIR/kptr, else $TMPDIR/kptr-run-<uid>.
+func DefaultStateDir() string { return defaultStateDir() }
 
 func defaultStateDir() string {
 	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" && unix.Access(d, unix.W_OK|unix.X_OK) == nil {
