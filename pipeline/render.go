@@ -391,9 +391,6 @@ func (r *renderer) runMutators(pn *pkgNode, input []*yaml.RNode) ([]*yaml.RNode,
 		output, fr, err := r.runFunction(st, pn, selected, fnConfig, selective)
 		r.recordRun(&r.mutationSteps, st, fr, err)
 		if err != nil {
-			if fr.Image == "" && fr.ExecPath == "" {
-				return nil, err
-			}
 			var ee *execError
 			if errors.As(err, &ee) {
 				return nil, errHandled

@@ -3,7 +3,6 @@ package pipeline
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -436,5 +435,3 @@ func testPause(env string) {
 		time.Sleep(d)
 	}
 }
-
-var _ = errors.New

@@ -10,9 +10,7 @@ import (
 
 	"github.com/kptr-dev/kptr/cache"
 	"github.com/kptr-dev/kptr/pipeline"
-	kptv1 "github.com/kptr-dev/kptr/pipeline/kptfile/v1"
 	"github.com/kptr-dev/kptr/runtime"
-	"github.com/spf13/pflag"
 )
 
 func init() {
@@ -297,6 +295,3 @@ func parseMount(s string) (pipeline.Mount, error) {
 	}
 	return m, nil
 }
-
-var _ = kptv1.KptFileName
-var _ pflag.Value
