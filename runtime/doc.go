@@ -1,3 +1,30 @@
 // Package runtime runs a function bundle's entrypoint in a rootless sandbox
 // built with runc's libcontainer, streaming a ResourceList over stdin/stdout.
+//
+//	sb, err := runtime.New()             // probes the environment; *ProbeError if a prerequisite is missing
+//	res, err := sb.Run(ctx, bundle, runtime.Invocation{Stdin: rl})
+//	// res.Stdout, res.Stderr, res.ExitCode; err: could not run, or killed by a limit
+//
+// Guarantees of a Sandbox run:
+//   - The function never holds host root or any capability: its own user
+//     namespace (container root = the invoking uid when unprivileged; a
+//     dedicated unprivileged uid range when kptr is root), no_new_privs,
+//     empty capability sets, seccomp when built with the seccomp tag.
+//   - It sees the bundle's rootfs and nothing else of the host; that rootfs
+//     is never written (read-only binds; mount points are never created in
+//     it). /tmp and $HOME are fresh tmpfs mounts, private to the run.
+//   - Own pid, ipc, uts, network (loopback only unless Invocation.Network)
+//     and, where available, cgroup namespaces; runc's masked and read-only
+//     /proc paths; /dev with null, zero, random and urandom only.
+//   - Only the image's Env plus Invocation.Env; never kptr's environment.
+//   - The timeout, the context and the output caps end every process of the
+//     run (the pid namespace dies with its init); Run never hangs on a
+//     function that does not read stdin, floods or writes garbage.
+//
+// Run is safe for concurrent use. Host runs functions without a sandbox
+// (kpt exec functions, --sandbox=none) with the same limits on time and
+// output. Programs that use this package must call HandleInit first thing in
+// main (and import libcontainer/nsenter) so the binary can act as the
+// container init, and should call ReexecSealed once so libcontainer need not
+// copy the binary on every run.
 package runtime
