@@ -21,6 +21,7 @@ import (
 	"reflect"
 	goruntime "runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -323,7 +324,13 @@ func requestEnv(app string, params map[string]string) []string {
 // generate sends repo (app at appRel) as the repo-server does and returns
 // the manifests or the error Argo CD would show.
 func (s *server) generate(repo, appRel string, env []string) ([]string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	return s.generateWithin(60*time.Second, repo, appRel, env)
+}
+
+// generateWithin is generate with the repo-server's deadline set to d
+// (controller.repo.server.timeout.seconds).
+func (s *server) generateWithin(d time.Duration, repo, appRel string, env []string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	stream, err := s.client.GenerateManifest(ctx)
 	if err != nil {
@@ -692,6 +699,63 @@ func TestArgoCDPlugin(t *testing.T) {
 			t.Errorf("error %q does not explain the refusal", err)
 		}
 	})
+}
+
+// A render that outlives the repo-server's deadline: Argo CD terminates
+// kptr, no manifests come back, and no function process is left behind; the
+// next render (of another app) on the same cache works.
+func TestArgoCDPluginDeadline(t *testing.T) {
+	f := pushFunctions(t)
+	slow := f.reg.Addr + "/fn/sleep:v1"
+	fnimage.Push(t, fnimage.Build(t, "", fnimage.WithEntrypoint("/bin/sleep", "271")), slow)
+	repo := repository(t, f)
+	write(t, repo, map[string]string{
+		"apps/slow/Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: slow\npipeline:\n  mutators:\n  - image: " + slow + "\n",
+		"apps/slow/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n",
+	})
+	s := startServer(t, map[string]string{"KPTR_ALLOWED_IMAGES": f.allowed})
+	t.Cleanup(func() { // do not leave a leak behind when the check below fails
+		for _, pid := range sleepers() {
+			if n, err := strconv.Atoi(pid); err == nil {
+				syscall.Kill(n, syscall.SIGKILL) // pid 1 of its namespace: only SIGKILL reaches it
+			}
+		}
+	})
+	start := time.Now()
+	got, err := s.generateWithin(4*time.Second, repo, "apps/slow", requestEnv("slow", nil))
+	if err == nil || len(got) != 0 {
+		t.Fatalf("render past the deadline returned %v, %v", got, err)
+	}
+	t.Logf("after %s: %v", time.Since(start).Round(time.Millisecond), err)
+	// Argo CD sends SIGTERM at the deadline and SIGKILL 5 s later; kptr must
+	// have taken its sandboxed function down with it either way.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		left := sleepers()
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("function processes left behind after the deadline: %v", left)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if _, err := s.generate(repo, "apps/echo", requestEnv("echo", nil)); err != nil {
+		t.Fatalf("render after a killed one: %v", err)
+	}
+}
+
+// sleepers lists the pids running the slow function ("sleep 271").
+func sleepers() []string {
+	var pids []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(b), "sleep\x00271") {
+			pids = append(pids, e.Name())
+		}
+	}
+	return pids
 }
 
 // Eight Applications rendered at once on a cold cache: every request
