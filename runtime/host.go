@@ -93,7 +93,7 @@ func (h Host) run(ctx context.Context, b cache.Bundle, inv Invocation) (Result, 
 	}
 	defer sio.close()
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = sio.childIn, sio.childOut, sio.childErr
-	if err := cmd.Start(); err != nil {
+	if err := onStableThread(cmd.Start); err != nil {
 		sio.closeChild()
 		return Result{}, fmt.Errorf("start: %w", err)
 	}

@@ -244,7 +244,11 @@ func probeClone(flags uintptr, steps ...string) (map[string]error, error) {
 		cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
 		cmd.SysProcAttr.GidMappingsEnableSetgroups = false
 	}
-	if err := cmd.Run(); err != nil {
+	err := onStableThread(cmd.Start)
+	if err == nil {
+		err = cmd.Wait()
+	}
+	if err != nil {
 		if msg := strings.TrimSpace(stderr.String()); msg != "" {
 			return nil, fmt.Errorf("%w: %s", err, msg)
 		}

@@ -262,7 +262,7 @@ func (s *Sandbox) run(ctx context.Context, b cache.Bundle, inv Invocation) (Resu
 		// and a JSON decode each, dozens per start.
 		LogLevel: strconv.Itoa(int(logrus.ErrorLevel)),
 	}
-	if err := c.Run(p); err != nil {
+	if err := onStableThread(func() error { return c.Run(p) }); err != nil {
 		sio.closeChild()
 		return Result{}, fmt.Errorf("start: %w", unwrapStart(err))
 	}

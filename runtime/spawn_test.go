@@ -1,0 +1,47 @@
+package runtime
+
+import (
+	"os/exec"
+	goruntime "runtime"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The kernel sends a child's parent-death signal when the thread that
+// forked it ends, and Go ends a thread whenever a goroutine exits while
+// locked to it (libcontainer's mount-source helper does, on every start).
+// Children forked through onStableThread (every sandbox init, host function
+// and probe) survive the forking goroutine's thread ending.
+func TestForkOnStableThread(t *testing.T) {
+	for _, stable := range []bool{true, false} {
+		done := make(chan *exec.Cmd)
+		go func() {
+			goruntime.LockOSThread() // never unlocked: this thread ends with the goroutine
+			cmd := exec.Command("/bin/sleep", "0.5")
+			cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+			var err error
+			if stable {
+				err = onStableThread(cmd.Start)
+			} else {
+				err = cmd.Start()
+			}
+			if err != nil {
+				t.Error(err)
+			}
+			done <- cmd
+		}()
+		cmd := <-done
+		time.Sleep(100 * time.Millisecond) // the goroutine and its thread are gone
+		err := cmd.Wait()
+		if stable && err != nil {
+			t.Fatalf("child forked on a stable thread died with the caller's thread: %v", err)
+		}
+		if !stable && err == nil {
+			t.Log("control: the kernel did not kill the child of an ended thread (then this test proves less)")
+		}
+		if !stable && err != nil {
+			t.Logf("control: forked from the ending thread, the child got %v", err)
+		}
+	}
+}
