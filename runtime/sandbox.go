@@ -221,6 +221,9 @@ func (s *Sandbox) run(ctx context.Context, b cache.Bundle, inv Invocation) (Resu
 		spec.ResolvConf = true
 	}
 	spec.Direct = s.directRoot(b.Rootfs, spec)
+	if !spec.Direct {
+		s.log.Debug("sandbox: binding the image's top-level entries one by one (slower): the rootfs lacks /proc, /dev or /tmp, a mount target, or (as root) is not reachable by others; a cache directory with o+x on its path avoids the latter", "image", b.Ref)
+	}
 	cfg, err := buildConfig(spec)
 	if err != nil {
 		return Result{}, err
