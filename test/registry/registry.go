@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -100,7 +101,7 @@ func (r *Registry) Start() {
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "OTEL_TRACES_EXPORTER=none"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	if err := startOnLockedThread(cmd); err != nil {
 		logf.Close()
 		r.t.Fatalf("registry: start: %v", err)
 	}
@@ -186,6 +187,36 @@ func (r *Registry) BlobGets(digest string) int {
 		}
 	}
 	return n
+}
+
+// Pdeathsig fires when the OS thread that started the child exits, not the
+// process, and Go retires threads at will: a registry started from an
+// ordinary goroutine can be killed in the middle of a test. Every registry is
+// therefore started from one goroutine locked to a thread that lives as long
+// as the test binary, so the signal fires only when the tests are gone.
+var (
+	starterOnce sync.Once
+	starts      chan startReq
+)
+
+type startReq struct {
+	cmd  *exec.Cmd
+	errc chan error
+}
+
+func startOnLockedThread(cmd *exec.Cmd) error {
+	starterOnce.Do(func() {
+		starts = make(chan startReq)
+		go func() {
+			goruntime.LockOSThread() // never unlocked: the thread lives until exit
+			for r := range starts {
+				r.errc <- r.cmd.Start()
+			}
+		}()
+	})
+	errc := make(chan error)
+	starts <- startReq{cmd, errc}
+	return <-errc
 }
 
 func freeAddr(t testing.TB) string {
