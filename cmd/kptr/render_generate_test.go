@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -29,7 +28,7 @@ type genFixture struct {
 // set-annotations and kptr-fx.
 func fixture(t *testing.T) *genFixture {
 	t.Helper()
-	reg := startRegistry(t)
+	reg := registry.Start(t)
 	f := &genFixture{reg: reg}
 	f.labelsImg = fnimage.Build(t, "set-labels")
 	f.annotsImg = fnimage.Build(t, "set-annotations")
@@ -40,33 +39,6 @@ func fixture(t *testing.T) *genFixture {
 	fnimage.Push(t, f.annotsImg, f.annots)
 	fnimage.Push(t, fnimage.Build(t, "kptr-fx"), f.fx)
 	return f
-}
-
-// startRegistry starts the registry from an OS thread that stays alive until
-// the test ends. The registry process has Pdeathsig set, which fires when the
-// *thread* that started it exits; the Go runtime ends threads (for example
-// ones a goroutine locked and never unlocked, as container code does), which
-// killed registries in the middle of tests.
-func startRegistry(t *testing.T) *registry.Registry {
-	t.Helper()
-	ch := make(chan *registry.Registry, 1)
-	done := make(chan struct{})
-	go func() {
-		goruntime.LockOSThread()
-		defer goruntime.UnlockOSThread()
-		var r *registry.Registry
-		defer func() { ch <- r }()
-		r = registry.Start(t)
-		ch <- r
-		r = nil
-		<-done
-	}()
-	r := <-ch
-	if r == nil {
-		t.FailNow()
-	}
-	t.Cleanup(func() { close(done); <-ch })
-	return r
 }
 
 func writeTree(t *testing.T, dir string, files map[string]string) {

@@ -19,7 +19,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
-	goruntime "runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -364,32 +363,6 @@ func (s *server) match(t testing.TB, repo, appRel string) *apiclient.RepositoryR
 	return resp
 }
 
-// startRegistry starts the registry from an OS thread that stays alive until
-// the test ends: the registry process has Pdeathsig set, which fires when
-// the *thread* that started it exits, and the Go runtime ends threads (ones
-// a goroutine locked and never unlocked, as container code does).
-func startRegistry(t testing.TB) *registry.Registry {
-	t.Helper()
-	ch := make(chan *registry.Registry, 1)
-	done := make(chan struct{})
-	go func() {
-		goruntime.LockOSThread()
-		defer goruntime.UnlockOSThread()
-		var r *registry.Registry
-		defer func() { ch <- r }()
-		r = registry.Start(t)
-		ch <- r
-		r = nil
-		<-done
-	}()
-	r := <-ch
-	if r == nil {
-		t.FailNow()
-	}
-	t.Cleanup(func() { close(done); <-ch })
-	return r
-}
-
 // fns is the local registry with the fixture functions.
 type fns struct {
 	reg                  *registry.Registry
@@ -399,7 +372,7 @@ type fns struct {
 }
 
 func pushFunctions(t testing.TB) *fns {
-	reg := startRegistry(t)
+	reg := registry.Start(t)
 	f := &fns{reg: reg, allowed: reg.Addr + "/fn/*"}
 	f.labelsImg = fnimage.Build(t, "set-labels")
 	f.annotsImg = fnimage.Build(t, "set-annotations")

@@ -7,39 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	goruntime "runtime"
 	"strings"
 	"testing"
 
 	"github.com/kptr-dev/kptr/test/fnimage"
 	"github.com/kptr-dev/kptr/test/registry"
 )
-
-// startRegistry starts the registry from an OS thread that stays alive until
-// the test ends: the registry process has Pdeathsig set, which fires when
-// the *thread* that started it exits, and the Go runtime ends threads (ones
-// a goroutine locked and never unlocked, as container code does).
-func startRegistry(t testing.TB) *registry.Registry {
-	t.Helper()
-	ch := make(chan *registry.Registry, 1)
-	done := make(chan struct{})
-	go func() {
-		goruntime.LockOSThread()
-		defer goruntime.UnlockOSThread()
-		var r *registry.Registry
-		defer func() { ch <- r }()
-		r = registry.Start(t)
-		ch <- r
-		r = nil
-		<-done
-	}()
-	r := <-ch
-	if r == nil {
-		t.FailNow()
-	}
-	t.Cleanup(func() { close(done); <-ch })
-	return r
-}
 
 const pluginUID = 999
 
@@ -108,7 +81,7 @@ func TestLocalhostSeccompProfileAllowsTheSandbox(t *testing.T) {
 	b, _ = json.Marshal(p)
 	os.WriteFile(tight, b, 0o644)
 
-	reg := startRegistry(t)
+	reg := registry.Start(t)
 	img := reg.Addr + "/fn/set-labels:v1"
 	fnimage.Push(t, fnimage.Build(t, "set-labels"), img)
 	pkg := ownedDir(t, filepath.Join(base, "pkg"))
