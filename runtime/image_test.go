@@ -2,10 +2,14 @@ package runtime
 
 import (
 	"context"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/kptr-dev/kptr/cache"
 	"github.com/kptr-dev/kptr/test/fnimage"
@@ -59,5 +63,96 @@ func TestCatalogShapedImageThroughTheCache(t *testing.T) {
 	}
 	if snapshot(t, b.Rootfs) != before || snapshot(t, hb.Rootfs) != hostileBefore {
 		t.Fatal("a cached rootfs changed")
+	}
+}
+
+// A KRM function (kyaml fn/framework) that tries every escape and reports
+// what it achieved in the ResourceList it returns: through the cache and
+// the sandbox, the report must show that nothing got out.
+func TestKRMEscapeReport(t *testing.T) {
+	reg := registry.Start(t)
+	c, err := cache.Open(filepath.Join(testTmp, "krm-cache"))
+	must(t, err)
+	ctx := context.Background()
+	ref := reg.Addr + "/kpt-fn/escape-report:v1"
+	fnimage.Push(t, fnimage.Build(t, "escape-report"), ref)
+	b, err := c.Resolve(ctx, ref)
+	must(t, err)
+
+	sentinel := filepath.Join(testTmp, "krm-sentinel")
+	must(t, os.WriteFile(sentinel, []byte("secret"), 0o644))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	t.Setenv("KPTR_TEST_SECRET", "hunter2")
+	pid := strconv.Itoa(os.Getpid())
+	rl := `apiVersion: config.kubernetes.io/v1
+kind: ResourceList
+items:
+- apiVersion: v1
+  kind: Service
+  metadata:
+    name: web
+functionConfig:
+  apiVersion: v1
+  kind: ConfigMap
+  metadata:
+    name: attempts
+  data:
+    read: ` + sentinel + `,` + b.Rootfs + `/usr/local/bin/function
+    write: /usr/local/bin/function,/etc/passwd,/tmp/scratch
+    connect: ` + l.Addr().String() + `
+    kill: ` + pid + `
+`
+	res, err := sandbox(t).Run(ctx, b, Invocation{Stdin: strings.NewReader(rl), Env: []string{"FROM_INVOCATION=1"}})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("%v exit %d: %s", err, res.ExitCode, res.Stderr)
+	}
+	out, err := kyaml.Parse(string(res.Stdout))
+	must(t, err)
+	items, err := out.Pipe(kyaml.Lookup("items"))
+	must(t, err)
+	var report map[string]string
+	for _, it := range items.Content() {
+		n := kyaml.NewRNode(it)
+		if n.GetKind() == "ConfigMap" && n.GetName() == "escape-report" {
+			report = n.GetDataMap()
+		}
+	}
+	if report == nil {
+		t.Fatalf("no escape-report in\n%s", res.Stdout)
+	}
+	for k, v := range report {
+		switch {
+		case strings.HasPrefix(k, "read ") && v == "readable",
+			strings.HasPrefix(k, "write ") && v == "written" && k != "write /tmp/scratch",
+			strings.HasPrefix(k, "connect ") && v == "connected",
+			strings.HasPrefix(k, "kill ") && v == "signalled":
+			t.Errorf("escaped: %s: %s", k, v)
+		}
+	}
+	if report["write /tmp/scratch"] != "written" {
+		t.Errorf("/tmp not writable: %q", report["write /tmp/scratch"])
+	}
+	if report["capeff"] != "0000000000000000" || report["nonewprivs"] != "1" || report["pids"] != "1" {
+		t.Errorf("privileges or processes: capeff %s nonewprivs %s pids %s", report["capeff"], report["nonewprivs"], report["pids"])
+	}
+	if report["env"] != "FROM_INVOCATION,HOME,PATH" {
+		t.Errorf("environment %q, want only the image's and the invocation's", report["env"])
+	}
+	if seccompBuilt && !strings.Contains(report["unshare"], "operation not permitted") {
+		t.Errorf("seccomp: a user namespace inside the sandbox: %q", report["unshare"])
+	}
+	if os.Geteuid() != 0 && report["uid"] != "0" || os.Geteuid() == 0 && report["uid"] != "65534" {
+		t.Errorf("uid %s", report["uid"])
 	}
 }
