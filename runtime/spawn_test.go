@@ -1,11 +1,15 @@
 package runtime
 
 import (
+	"os"
 	"os/exec"
 	goruntime "runtime"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/opencontainers/runc/libcontainer/exeseal"
 )
 
 // The kernel sends a child's parent-death signal when the thread that
@@ -43,5 +47,23 @@ func TestForkOnStableThread(t *testing.T) {
 		if !stable && err != nil {
 			t.Logf("control: forked from the ending thread, the child got %v", err)
 		}
+	}
+}
+
+// TestMain re-executed this binary from a sealed memfd (ReexecSealed), as
+// kptr does at start-up: libcontainer then skips its per-run copy of the
+// binary. The marker variable is gone and the arguments are kept.
+func TestSealedReexec(t *testing.T) {
+	if os.Getenv("KPTR_NO_REEXEC") != "" {
+		t.Skip("KPTR_NO_REEXEC set")
+	}
+	if !exeseal.IsSelfExeCloned() {
+		t.Fatal("/proc/self/exe is not a sealed copy after ReexecSealed")
+	}
+	if os.Getenv(reexecEnv) != "" {
+		t.Errorf("%s leaked into the environment", reexecEnv)
+	}
+	if len(os.Args) < 2 || !strings.HasPrefix(os.Args[1], "-test.") {
+		t.Errorf("arguments not kept: %q", os.Args)
 	}
 }
