@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -57,5 +59,27 @@ func TestHostTimeoutKillsGroup(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if left := processesWith(marker); len(left) > 0 {
 		t.Fatalf("left: %v", left)
+	}
+}
+
+// A host function whose child leaves the process group and keeps stdout
+// open does not hang kptr: the output is cut after a grace period.
+func TestHostDaemonDoesNotHang(t *testing.T) {
+	marker := fmt.Sprintf("daemon-marker-%d-%d", os.Getpid(), time.Now().UnixNano())
+	b := cache.Bundle{Ref: "exec", Config: v1.Config{Entrypoint: []string{"/bin/sh", "-c",
+		"setsid /bin/sh -c 'sleep 5; : " + marker + "' & sleep 0.3; echo started"}}}
+	start := time.Now()
+	res, err := Host{}.Run(context.Background(), b, Invocation{})
+	if err != nil || res.ExitCode != 0 || string(res.Stdout) != "started\n" {
+		t.Fatalf("%v %d %q", err, res.ExitCode, res.Stdout)
+	}
+	if d := time.Since(start); d > 4*time.Second {
+		t.Fatalf("waited %s for a daemonised child", d)
+	}
+	for _, p := range processesWith(marker) {
+		pid, _, _ := strings.Cut(p, ":")
+		if n, err := strconv.Atoi(pid); err == nil {
+			syscall.Kill(n, syscall.SIGKILL)
+		}
 	}
 }

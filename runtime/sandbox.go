@@ -524,9 +524,24 @@ func (s *stdio) overflowName() string {
 	return v
 }
 
-// finish waits for both output streams to end: every process that held
-// them is dead once the run's init is (its pid namespace is torn down).
-func (s *stdio) finish() { s.readers.Wait() }
+// finish waits for both output streams to end. In a sandbox every process
+// that held them is dead once the run's init is (its pid namespace is torn
+// down); on the host a process that left the process group may still hold
+// them, so after a grace period the streams are cut.
+func (s *stdio) finish() {
+	done := make(chan struct{})
+	go func() { s.readers.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(outputGrace):
+		s.outR.Close()
+		s.errR.Close()
+		<-done
+	}
+}
+
+// outputGrace is how long output may still arrive after the function exited.
+const outputGrace = 2 * time.Second
 
 func (s *stdio) closeChild() {
 	for _, f := range []*os.File{s.childIn, s.childOut, s.childErr} {
