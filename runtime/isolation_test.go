@@ -359,7 +359,7 @@ func TestForkBombContained(t *testing.T) {
 	if err := exec.Command("/bin/true").Run(); err != nil {
 		t.Errorf("host cannot start a process during the bomb: %v", err)
 	}
-	if d := time.Since(start); d > 2*time.Second {
+	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("host unresponsive during the bomb: exec took %s", d)
 	}
 	if err := <-done; err != nil && !errors.Is(err, ErrTimeout) {
