@@ -17,6 +17,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Container root maps to the invoking uid when unprivileged, to a dedicated
@@ -550,4 +552,26 @@ func TestInvocationMounts(t *testing.T) {
 			t.Fatal("cached rootfs changed by invocation mounts")
 		}
 	})
+}
+
+// Own ipc namespace: a System V shared memory segment of the host is not
+// visible to the function.
+func TestIPCNamespace(t *testing.T) {
+	id, err := unix.SysvShmGet(unix.IPC_PRIVATE, 4096, unix.IPC_CREAT|0o600)
+	must(t, err)
+	defer unix.SysvShmCtl(id, unix.IPC_RMID, nil)
+	host, err := os.ReadFile("/proc/sysvipc/shm")
+	must(t, err)
+	if !strings.Contains(string(host), " "+strconv.Itoa(id)+" ") {
+		t.Fatalf("the host segment %d is not in the host's /proc/sysvipc/shm:\n%s", id, host)
+	}
+	b := bundle(t)
+	b.Config.Entrypoint = []string{"/bin/cat", "/proc/sysvipc/shm"}
+	res, err := sandbox(t).Run(context.Background(), b, Invocation{})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("%v %d %s", err, res.ExitCode, res.Stderr)
+	}
+	if lines := strings.Count(strings.TrimSpace(string(res.Stdout)), "\n"); lines != 0 {
+		t.Fatalf("the function sees shared memory segments:\n%s", res.Stdout)
+	}
 }
