@@ -24,7 +24,7 @@ func TestProcBindFallback(t *testing.T) {
 	}
 	self := os.Args[0] // TestMain re-executed us from a memfd: os.Executable names that
 	cmd := exec.Command("unshare", "--user", "--map-root-user", "--mount", "/bin/sh", "-c",
-		`mount --bind /dev/null /proc/keys && exec "$0" -test.v -test.count=1 -test.run '^(TestProcBindFallback|TestMaskedProc|TestPidNamespace|TestSmokeCat|TestEnvironmentOnlyImageAndInvocation)$'`, self)
+		`for p in /proc/keys /proc/timer_list /proc/kcore /proc/interrupts; do [ -e $p ] && mount --bind /dev/null $p && m=1 && break; done; [ -n "$m" ] && exec "$0" -test.v -test.count=1 -test.run '^(TestProcBindFallback|TestMaskedProc|TestPidNamespace|TestSmokeCat|TestEnvironmentOnlyImageAndInvocation)$'`, self)
 	cmd.Env = append(os.Environ(), "KPTR_MASKED_PROC_CHILD=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
