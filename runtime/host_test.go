@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -80,6 +81,33 @@ func TestHostDaemonDoesNotHang(t *testing.T) {
 		pid, _, _ := strings.Cut(p, ":")
 		if n, err := strconv.Atoi(pid); err == nil {
 			syscall.Kill(n, syscall.SIGKILL)
+		}
+	}
+}
+
+// Run state of a kptr that died (kill -9) is removed by the next New, once
+// it is an hour old and its pid is gone; a live run's state never is.
+func TestPruneStaleState(t *testing.T) {
+	dir := filepath.Join(testTmp, "state-prune")
+	must(t, ensurePrivateDir(dir))
+	dead := filepath.Join(dir, "kptr-999999999-1") // no such pid
+	fresh := filepath.Join(dir, "kptr-999999999-2")
+	live := filepath.Join(dir, fmt.Sprintf("kptr-%d-1", os.Getppid()))
+	for _, d := range []string{dead, fresh, live} {
+		must(t, os.Mkdir(d, 0o700))
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	must(t, os.Chtimes(dead, old, old))
+	must(t, os.Chtimes(live, old, old))
+	if _, err := New(WithStateDir(dir), WithFeatures(sandbox(t).Features())); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Error("state of a dead kptr kept")
+	}
+	for _, d := range []string{fresh, live} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s removed: %v", d, err)
 		}
 	}
 }

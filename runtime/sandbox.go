@@ -106,7 +106,7 @@ func New(opts ...Option) (*Sandbox, error) {
 
 // pruneStale removes run state left behind by kptr processes that died
 // mid-run (kill -9): entries are named kptr-<pid>-<n>[.root] and only those
-// of processes that no longer exist are removed.
+// of processes that no longer exist, untouched for an hour, are removed.
 func pruneStale(dir string) {
 	des, err := os.ReadDir(dir)
 	if err != nil {
@@ -120,6 +120,12 @@ func pruneStale(dir string) {
 		pidStr, _, _ := strings.Cut(rest, "-")
 		pid, err := strconv.Atoi(pidStr)
 		if err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		// A pid namespace other than ours could share the directory, so an
+		// unknown pid alone is not proof: also require an hour of quiet.
+		fi, err := de.Info()
+		if err != nil || time.Since(fi.ModTime()) < time.Hour {
 			continue
 		}
 		if err := unix.Kill(pid, 0); errors.Is(err, unix.ESRCH) {
