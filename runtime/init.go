@@ -27,6 +27,12 @@ func HandleInit() {
 	}
 	switch os.Args[1] {
 	case "init":
+		// libcontainer sets the parent-death signal only on its first
+		// nsexec stage, which exits; the container init it ends up as keeps
+		// whatever it finds here and restores it across its credential
+		// changes. Set it so that when kptr dies (SIGKILL from Argo CD at its
+		// deadline) the init dies too, and with it the run's pid namespace.
+		_ = unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0)
 		libcontainer.Init() // never returns
 	case probeArg:
 		os.Exit(probeChild(os.Args[2:]))

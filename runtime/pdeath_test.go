@@ -1,0 +1,65 @@
+package runtime
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// When kptr itself is SIGKILLed (Argo CD does so 5 s after its deadline),
+// the function it was running dies with it: nothing of the run is left.
+func TestFunctionDiesWithKptr(t *testing.T) {
+	if marker := os.Getenv("KPTR_PDEATH_CHILD"); marker != "" {
+		// The "kptr" that will be killed: start a function that ignores
+		// SIGTERM and sleeps, say so, and wait.
+		go func() {
+			time.Sleep(200 * time.Millisecond)
+			fmt.Println("started")
+		}()
+		_, err := sandbox(t).Run(context.Background(), bundle(t, "sleep-ignore", marker), Invocation{Timeout: time.Minute})
+		t.Fatalf("the run ended: %v", err)
+	}
+	marker := fmt.Sprintf("pdeath-marker-%d-%d", os.Getpid(), time.Now().UnixNano())
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestFunctionDiesWithKptr$", "-test.v")
+	cmd.Env = append(os.Environ(), "KPTR_PDEATH_CHILD="+marker)
+	out, err := cmd.StdoutPipe()
+	must(t, err)
+	cmd.Stderr = os.Stderr
+	must(t, cmd.Start())
+	sc := bufio.NewScanner(out)
+	for sc.Scan() && !strings.Contains(sc.Text(), "started") {
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(processesWith(marker)) == 0 {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the function never started")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	must(t, cmd.Process.Signal(syscall.SIGKILL))
+	cmd.Wait()
+	deadline = time.Now().Add(5 * time.Second)
+	for {
+		left := processesWith(marker)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			for _, p := range left {
+				pid, _, _ := strings.Cut(p, ":")
+				var n int
+				fmt.Sscan(pid, &n)
+				syscall.Kill(n, syscall.SIGKILL)
+			}
+			t.Fatalf("the function outlived the SIGKILLed kptr: %v", left)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
