@@ -31,7 +31,7 @@ func mayRunFunctions(argv []string) bool {
 		return false
 	}
 	switch argv[1] {
-	case "version", "help", "-h", "--help", "cache", "doctor":
+	case "version", "help", "-h", "--help", "cache", "doctor", "prewarm":
 		return false
 	case "fn":
 		// fn source / fn sink only read and write packages (also as kpt fn ...).
