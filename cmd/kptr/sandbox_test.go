@@ -78,3 +78,24 @@ func TestRefusesWithoutUserNamespaces(t *testing.T) {
 		t.Fatalf("child: %v\n%s", err, out)
 	}
 }
+
+// Only commands that may start a sandbox pay for the sealed re-exec.
+func TestMayRunFunctions(t *testing.T) {
+	for args, want := range map[string]bool{
+		"kptr":                false,
+		"kptr version":        false,
+		"kptr cache ls":       false,
+		"kptr doctor":         false,
+		"kptr prewarm .":      false,
+		"kptr fn source .":    false,
+		"kptr fn sink out":    false,
+		"kptr fn render .":    true,
+		"kptr fn eval . -i x": true,
+		"kptr render .":       true,
+		"kptr generate":       true,
+	} {
+		if got := mayRunFunctions(strings.Fields(args)); got != want {
+			t.Errorf("%s: %v, want %v", args, got, want)
+		}
+	}
+}
