@@ -22,6 +22,7 @@ test: build ## run every test suite (what CI runs)
 	$(MAKE) test-unit
 	$(MAKE) test-unpriv
 	$(MAKE) test-seccomp
+	$(MAKE) test-argocd
 
 test-unit: ## all Go tests as the current user
 	$(GO) test -count=1 -timeout 25m ./...
@@ -71,7 +72,7 @@ bench-cache: ## cache benchmarks: cold pull vs skopeo+umoci, cached resolve, pea
 	$(GO) test -run '^$$' -bench . -benchtime 2000x -count 1 ./cache
 	$(GO) test -run '^$$' -bench . -benchtime 3x -count 1 -timeout 20m ./test/e2e/cache
 
-bench: bench-cache bench-runtime bench-pipeline ## benchmarks; figures go to BENCHMARKS.md
+bench: bench-cache bench-runtime bench-pipeline bench-argocd ## benchmarks; figures go to BENCHMARKS.md
 
 bench-pipeline: ## render of generated 1k/10k-resource packages through 3 fixture functions: kptr overhead and peak RSS (figures → BENCHMARKS.md)
 	$(GO) test -run '^$$' -bench BenchmarkRender -benchtime 3x -count 1 -timeout 20m ./pipeline
@@ -130,4 +131,4 @@ bench-argocd: build argocd-cmp-server ## Argo CD render latency through argocd-c
 	cd $(CMPSERVER_DIR) && KPTR_BIN=$(CURDIR)/$(BIN) ARGOCD_CMP_SERVER=$(ARGOCD_CMP_SERVER) $(GO) test -run '^$$' -bench . -benchtime 20x ./...
 
 clean:
-	rm -rf bin
+	rm -rf bin out
