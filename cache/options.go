@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
@@ -68,11 +69,32 @@ type LayerProgress interface {
 type Mirror struct{ From, To string }
 
 // ParseMirror parses "SRC=DST" (gcr.io=127.0.0.1:5000, ghcr.io/kptdev=registry.corp/kptdev).
+// Both sides must be a registry host with an optional path: a scheme or
+// credentials (user:password@host) are refused here, before any pull, with a
+// message that never repeats the credentials (registry credentials belong in
+// the docker config or a credential helper).
 func ParseMirror(s string) (Mirror, error) {
 	from, to, ok := strings.Cut(s, "=")
 	from, to = strings.Trim(strings.TrimSpace(from), "/"), strings.Trim(strings.TrimSpace(to), "/")
+	shown := s
+	if strings.Contains(s, "@") {
+		shown = "(value with credentials, not shown)"
+	} else {
+		shown = fmt.Sprintf("%q", s)
+	}
 	if !ok || from == "" || to == "" {
-		return Mirror{}, fmt.Errorf("bad mirror %q: want SRC=DST, e.g. gcr.io=127.0.0.1:5000", s)
+		return Mirror{}, fmt.Errorf("bad mirror %s: want SRC=DST, e.g. gcr.io=127.0.0.1:5000", shown)
+	}
+	for _, side := range []string{from, to} {
+		switch {
+		case strings.Contains(side, "://"):
+			return Mirror{}, fmt.Errorf("bad mirror %s: want HOST[:PORT][/PATH] on both sides, without a scheme (plain HTTP: --insecure-registry / KPTR_INSECURE_REGISTRIES)", shown)
+		case strings.Contains(side, "@"):
+			return Mirror{}, fmt.Errorf("bad mirror %s: credentials do not belong in a mirror; put them in the docker config (DOCKER_CONFIG) or a credential helper", shown)
+		}
+		if _, err := name.NewRepository(side + "/x"); err != nil {
+			return Mirror{}, fmt.Errorf("bad mirror %s: %q is not a registry HOST[:PORT][/PATH]", shown, side)
+		}
 	}
 	return Mirror{From: from, To: to}, nil
 }
