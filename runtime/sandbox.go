@@ -44,6 +44,11 @@ type Sandbox struct {
 
 	seq     atomic.Uint64
 	entries sync.Map // rootfs path → []entry (a cached rootfs never changes)
+
+	mu       sync.Mutex
+	prepared []*prepared // prepared sandboxes not yet used, oldest first (see Prepare)
+	closed   bool
+	prepHits atomic.Uint64 // runs that used a prepared sandbox
 }
 
 // Option configures a Sandbox.
@@ -209,13 +214,46 @@ func (s *Sandbox) Run(ctx context.Context, b cache.Bundle, inv Invocation) (Resu
 }
 
 func (s *Sandbox) run(ctx context.Context, b cache.Bundle, inv Invocation) (Result, error) {
-	proc, err := resolveProcess(b.Rootfs, b.Config, inv, s.feat.Root)
+	if pr := s.take(ctx, b, inv); pr != nil {
+		if res, err, ok := s.runPrepared(ctx, pr, inv); ok {
+			return res, err
+		}
+		// The prepared sandbox could not be released (its init died):
+		// nothing of the invocation was consumed, so start afresh.
+	}
+	st, err := s.setup(b, inv)
 	if err != nil {
 		return Result{}, err
 	}
+	defer st.destroy(s.log)
+	if err := onStableThread(func() error { return st.c.Run(st.p) }); err != nil {
+		st.sio.closeChild()
+		return Result{}, fmt.Errorf("start: %w", unwrapStart(err))
+	}
+	st.sio.closeChild()
+	return s.finish(ctx, st, inv)
+}
+
+// started is one sandbox being set up: its container, the init process and
+// the pipes the function will have as stdin, stdout and stderr.
+type started struct {
+	id   string
+	c    *libcontainer.Container
+	p    *libcontainer.Process
+	sio  *stdio
+	proc process
+	root string // the run's private root directory to remove ("" for a direct root)
+}
+
+// setup creates (but does not start) the sandbox of one run of b.
+func (s *Sandbox) setup(b cache.Bundle, inv Invocation) (_ *started, err error) {
+	proc, err := resolveProcess(b.Rootfs, b.Config, inv, s.feat.Root)
+	if err != nil {
+		return nil, err
+	}
 	entries, err := s.topEntries(b.Rootfs)
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
 	id := fmt.Sprintf("kptr-%d-%d", os.Getpid(), s.seq.Add(1))
 	spec := runSpec{
@@ -232,25 +270,39 @@ func (s *Sandbox) run(ctx context.Context, b cache.Bundle, inv Invocation) (Resu
 	}
 	cfg, err := buildConfig(spec)
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
-	if !spec.Direct {
-		if err := makeRoot(spec.Root, entries); err != nil {
-			return Result{}, fmt.Errorf("prepare root: %w", err)
-		}
-		defer os.RemoveAll(spec.Root)
-	}
-
-	c, err := libcontainer.Create(s.stateDir, id, cfg)
-	if err != nil {
-		return Result{}, fmt.Errorf("create sandbox: %w", err)
-	}
+	st := &started{id: id, proc: proc}
 	defer func() {
-		if err := c.Destroy(); err != nil {
-			s.log.Warn("sandbox: destroy", "id", id, "err", err)
+		if err != nil {
+			st.destroy(s.log)
 		}
 	}()
+	if !spec.Direct {
+		st.root = spec.Root
+		if err := makeRoot(spec.Root, entries); err != nil {
+			return nil, fmt.Errorf("prepare root: %w", err)
+		}
+	}
+	if st.c, err = libcontainer.Create(s.stateDir, id, cfg); err != nil {
+		return nil, fmt.Errorf("create sandbox: %w", err)
+	}
+	if st.sio, err = newStdio(nil, 0); err != nil {
+		return nil, err
+	}
+	st.p = &libcontainer.Process{
+		Args: proc.Args, Env: proc.Env, Cwd: proc.Cwd, UID: proc.UID, GID: proc.GID,
+		Stdin: st.sio.childIn, Stdout: st.sio.childOut, Stderr: st.sio.childErr, Init: true,
+		// Only errors from the init's log pipe: debug lines cost a write
+		// and a JSON decode each, dozens per start.
+		LogLevel: strconv.Itoa(int(logrus.ErrorLevel)),
+	}
+	return st, nil
+}
 
+// finish feeds the started (and released) function its stdin, collects its
+// output and waits for it under the invocation's limits.
+func (s *Sandbox) finish(ctx context.Context, st *started, inv Invocation) (Result, error) {
 	timeout := inv.Timeout
 	if timeout <= 0 {
 		timeout = s.timeout
@@ -259,31 +311,31 @@ func (s *Sandbox) run(ctx context.Context, b cache.Bundle, inv Invocation) (Resu
 	if maxOut <= 0 {
 		maxOut = s.maxOutput
 	}
-	sio, err := newStdio(inv.Stdin, maxOut)
-	if err != nil {
-		return Result{}, err
-	}
-	defer sio.close()
-	p := &libcontainer.Process{
-		Args: proc.Args, Env: proc.Env, Cwd: proc.Cwd, UID: proc.UID, GID: proc.GID,
-		Stdin: sio.childIn, Stdout: sio.childOut, Stderr: sio.childErr, Init: true,
-		// Only errors from the init's log pipe: debug lines cost a write
-		// and a JSON decode each, dozens per start.
-		LogLevel: strconv.Itoa(int(logrus.ErrorLevel)),
-	}
-	if err := onStableThread(func() error { return c.Run(p) }); err != nil {
-		sio.closeChild()
-		return Result{}, fmt.Errorf("start: %w", unwrapStart(err))
-	}
-	sio.closeChild()
-	sio.start()
-	res, err := wait(ctx, timeout, sio, p.Wait, func() { _ = c.Signal(unix.SIGKILL) })
-	if err == nil && res.ExitCode == 255 && isExecFailure(res.Stderr, proc.Args[0]) {
+	st.sio.src, st.sio.max = inv.Stdin, maxOut
+	st.sio.out.max, st.sio.err.max = maxOut, maxOut
+	st.sio.start()
+	res, err := wait(ctx, timeout, st.sio, st.p.Wait, func() { _ = st.c.Signal(unix.SIGKILL) })
+	if err == nil && res.ExitCode == 255 && isExecFailure(res.Stderr, st.proc.Args[0]) {
 		// libcontainer's init reports a failed execve of the entrypoint on
 		// the function's stderr and exits 255: that is a start failure.
 		return res, fmt.Errorf("start: %s", strings.TrimSpace(string(res.Stderr)))
 	}
 	return res, err
+}
+
+// destroy ends every process of the run and removes its state.
+func (st *started) destroy(log *slog.Logger) {
+	if st.c != nil {
+		if err := st.c.Destroy(); err != nil {
+			log.Warn("sandbox: destroy", "id", st.id, "err", err)
+		}
+	}
+	if st.sio != nil {
+		st.sio.close()
+	}
+	if st.root != "" {
+		os.RemoveAll(st.root)
+	}
 }
 
 // isExecFailure recognises the single line libcontainer's init writes when

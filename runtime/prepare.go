@@ -1,0 +1,233 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kptr-dev/kptr/cache"
+)
+
+// Preparer is implemented by runners that can set up the sandbox of a run
+// ahead of time (Sandbox does): the pipeline calls Prepare for the next
+// function while the current one runs. Prepare never fails: when the
+// sandbox cannot be prepared, the later Run simply starts it cold.
+type Preparer interface {
+	Prepare(ctx context.Context, b cache.Bundle, inv Invocation)
+}
+
+// maxPrepared bounds the sandboxes prepared and not yet used (each is a
+// live container init, ~3 MB of private memory): a pipeline prepares one
+// function ahead; an older unused one is destroyed to make room.
+const maxPrepared = 2
+
+// prepared is a sandbox whose init has done all of its namespace, mount,
+// rlimit and seccomp set-up and now blocks on libcontainer's exec fifo;
+// Run releases it with Container.Exec. It belongs to the Sandbox's list
+// until a Run takes it (then to that Run alone) or it is discarded.
+type prepared struct {
+	key     string
+	st      *started
+	err     error         // the set-up failed (st is then nil)
+	ready   chan struct{} // closed when the set-up has finished
+	stopCtx func() bool   // unregisters the context watch
+}
+
+// prepKey is everything that shapes a run's sandbox and process: the image
+// (digest, rootfs, config: entrypoint, cmd, env, user, working dir) and the
+// invocation's env, network, mounts and user. Stdin, the timeout and the
+// output cap only matter once the function runs, so they are not part of
+// it. The Sandbox's own limits and features are fixed for its lifetime.
+func prepKey(b cache.Bundle, inv Invocation) string {
+	k, err := json.Marshal(struct {
+		Rootfs, Digest string
+		Config         any
+		Env            []string
+		Network        bool
+		Mounts         []Mount
+		AsCurrentUser  bool
+	}{b.Rootfs, b.Digest.String(), b.Config, inv.Env, inv.Network, inv.Mounts, inv.AsCurrentUser})
+	if err != nil {
+		return "" // never matched: an empty key is never stored
+	}
+	return string(k)
+}
+
+// Prepare starts, in the background, the sandbox a later Run(ctx, b, inv)
+// with the same bundle and an invocation of the same shape (see prepKey)
+// will use: that Run then only releases the function and feeds it stdin.
+// A prepared sandbox is used by exactly one Run and never shared. One that
+// is not used is destroyed when ctx ends, when Close is called, or when
+// more than maxPrepared are waiting; if kptr dies, its init dies with it
+// (parent-death signal). Functions run on the host (no Rootfs) are not
+// prepared.
+func (s *Sandbox) Prepare(ctx context.Context, b cache.Bundle, inv Invocation) {
+	if b.Rootfs == "" || ctx.Err() != nil {
+		return
+	}
+	key := prepKey(b, inv)
+	if key == "" {
+		return
+	}
+	pr := &prepared{key: key, ready: make(chan struct{})}
+	var evict *prepared
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	for _, o := range s.prepared {
+		if o.key == key {
+			s.mu.Unlock()
+			return // one is already waiting for that run
+		}
+	}
+	if len(s.prepared) >= maxPrepared {
+		evict = s.prepared[0]
+		s.prepared = s.prepared[1:]
+	}
+	s.prepared = append(s.prepared, pr)
+	// (f runs in its own goroutine, so registering under s.mu is safe)
+	pr.stopCtx = context.AfterFunc(ctx, func() { s.discard(pr, false) })
+	s.mu.Unlock()
+	if evict != nil {
+		go s.dispose(evict)
+	}
+	go func() {
+		defer close(pr.ready)
+		st, err := s.setup(b, inv)
+		if err != nil {
+			pr.err = err
+			return
+		}
+		if err := onStableThread(func() error { return st.c.Start(st.p) }); err != nil {
+			st.sio.closeChild()
+			st.destroy(s.log)
+			pr.err = fmt.Errorf("start: %w", unwrapStart(err))
+			return
+		}
+		st.sio.closeChild()
+		pr.st = st
+	}()
+}
+
+// take removes and returns the prepared sandbox for (b, inv), if any.
+func (s *Sandbox) take(ctx context.Context, b cache.Bundle, inv Invocation) *prepared {
+	s.mu.Lock()
+	if len(s.prepared) == 0 {
+		s.mu.Unlock()
+		return nil
+	}
+	key := prepKey(b, inv)
+	var pr *prepared
+	for i, o := range s.prepared {
+		if o.key == key {
+			pr = o
+			s.prepared = append(s.prepared[:i:i], s.prepared[i+1:]...)
+			break
+		}
+	}
+	s.mu.Unlock()
+	if pr == nil {
+		return nil
+	}
+	pr.stopCtx()
+	select {
+	case <-pr.ready:
+	case <-ctx.Done():
+		go s.dispose(pr)
+		return nil // the cold path reports the context's error
+	}
+	if pr.err != nil {
+		s.log.Debug("sandbox: prepared sandbox unusable, starting cold", "err", pr.err)
+		return nil
+	}
+	return pr
+}
+
+// runPrepared releases the prepared function and runs it to the end; ok is
+// false when it could not be released (nothing of inv was consumed then).
+func (s *Sandbox) runPrepared(ctx context.Context, pr *prepared, inv Invocation) (Result, error, bool) {
+	st := pr.st
+	if err := st.c.Exec(); err != nil {
+		s.log.Debug("sandbox: prepared sandbox did not start, starting cold", "id", st.id, "err", err)
+		killWait(st)
+		st.destroy(s.log)
+		return Result{}, nil, false
+	}
+	defer st.destroy(s.log)
+	s.prepHits.Add(1)
+	res, err := s.finish(ctx, st, inv)
+	return res, err, true
+}
+
+// discard destroys pr if it is still waiting to be used (wait: before
+// returning).
+func (s *Sandbox) discard(pr *prepared, wait bool) {
+	s.mu.Lock()
+	found := false
+	for i, o := range s.prepared {
+		if o == pr {
+			s.prepared = append(s.prepared[:i:i], s.prepared[i+1:]...)
+			found = true
+			break
+		}
+	}
+	s.mu.Unlock()
+	if !found {
+		return // taken by a Run, or already discarded
+	}
+	if wait {
+		s.dispose(pr)
+	} else {
+		go s.dispose(pr)
+	}
+}
+
+// dispose kills and removes a prepared sandbox nobody will use.
+func (s *Sandbox) dispose(pr *prepared) {
+	if pr.stopCtx != nil {
+		pr.stopCtx()
+	}
+	<-pr.ready
+	if pr.st == nil {
+		return
+	}
+	killWait(pr.st)
+	pr.st.destroy(s.log)
+}
+
+// killWait kills a started init (its pid namespace goes with it) and reaps it.
+func killWait(st *started) {
+	_ = st.c.Signal(unix.SIGKILL)
+	done := make(chan struct{})
+	go func() { _, _ = st.p.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+	}
+}
+
+// Close destroys every prepared sandbox that was not used and makes later
+// Prepare calls no-ops; runs in progress and later Runs are unaffected.
+func (s *Sandbox) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	prs := s.prepared
+	s.prepared = nil
+	s.mu.Unlock()
+	for _, pr := range prs {
+		s.dispose(pr)
+	}
+	return nil
+}
+
+// Prepared is how many prepared sandboxes wait to be used (tests, debugging).
+func (s *Sandbox) Prepared() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.prepared)
+}
