@@ -6,11 +6,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/kptr-dev/kptr/cache"
 )
 
 // globals are the settings every command shares. Each is a flag and, where an
@@ -67,6 +70,78 @@ func (g *globals) parse(fs *pflag.FlagSet, args []string) error {
 			return errHelp
 		}
 		return usageError("%v", err)
+	}
+	return g.checkSettings(fs)
+}
+
+// envInUsage finds the variable a flag's usage names as its default ("(KPTR_FN_TIMEOUT)").
+var envInUsage = regexp.MustCompile(`\b(KPTR?_[A-Z0-9_]+)\b`)
+
+// checkSettings refuses, before anything runs, a global setting that would
+// otherwise fail later as a function failure (exit 125 per function) or be
+// silently replaced by its default: a bool, duration or number variable that
+// does not parse (KPTR_FN_TIMEOUT=5 minutes, KPTR_OFFLINE=yes), an unknown
+// pull policy, sandbox, progress or log level, a malformed mirror. The message
+// names the flag or the variable the value came from.
+func (g *globals) checkSettings(fs *pflag.FlagSet) error {
+	var bad error
+	fs.VisitAll(func(f *pflag.Flag) {
+		if bad != nil || f.Changed {
+			return
+		}
+		m := envInUsage.FindStringSubmatch(f.Usage)
+		if m == nil {
+			return
+		}
+		v := strings.TrimSpace(g.getenv(m[1]))
+		if v == "" {
+			return
+		}
+		var err error
+		switch f.Value.Type() {
+		case "bool":
+			_, err = strconv.ParseBool(v)
+		case "duration":
+			_, err = time.ParseDuration(v)
+		case "int", "int64":
+			_, err = strconv.ParseInt(v, 10, 64)
+		}
+		if err != nil {
+			want := map[string]string{"bool": "true or false", "duration": "a duration such as 90s or 5m", "int": "a whole number", "int64": "a whole number"}
+			bad = usageError("%s (--%s): want %s, got %q", m[1], f.Name, want[f.Value.Type()], v)
+		}
+	})
+	if bad != nil {
+		return bad
+	}
+	// from names where a global value came from: the flag, or its variable.
+	from := func(flag, env string) string {
+		if fs.Changed(flag) || g.getenv(env) == "" {
+			return "--" + flag
+		}
+		return env + " (--" + flag + ")"
+	}
+	if _, err := cache.ParsePullPolicy(g.pullPolicy); err != nil {
+		return usageError("%s: %v", from("image-pull-policy", "KPTR_IMAGE_PULL_POLICY"), err)
+	}
+	for _, m := range g.mirrors {
+		if _, err := cache.ParseMirror(m); err != nil {
+			return usageError("%s: %v", from("mirror", "KPTR_MIRRORS"), err)
+		}
+	}
+	switch g.sandbox {
+	case "auto", "none", "":
+	default:
+		return usageError("%s: want auto or none, got %q", from("sandbox", "KPTR_SANDBOX"), g.sandbox)
+	}
+	switch g.progress {
+	case "auto", "plain", "none", "":
+	default:
+		return usageError("%s: want auto, plain or none, got %q", from("progress", "KPTR_PROGRESS"), g.progress)
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(g.logLevel)); err != nil {
+		return usageError("%s: want debug, info, warn or error, got %q", from("log-level", "KPTR_LOG_LEVEL"), g.logLevel)
 	}
 	return nil
 }

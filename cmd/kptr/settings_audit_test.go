@@ -1,0 +1,106 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runIn runs the kptr (or kpt) binary's main logic with argv and the process
+// environment, returning exit code, stdout and stderr.
+func runIn(t *testing.T, argv ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(argv, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// A package whose only function names an image on a closed port: any attempt
+// to resolve it fails, so a test passing with it proves nothing was resolved.
+func unreachablePackage(t *testing.T) (dir string, kptfile []byte) {
+	t.Helper()
+	dir = t.TempDir()
+	kptfile = []byte("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators:\n  - image: 127.0.0.1:1/fn/set-labels:v1\n    configMap:\n      a: b\n")
+	writeTree(t, dir, map[string]string{
+		"Kptfile": string(kptfile),
+		"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n",
+	})
+	return dir, kptfile
+}
+
+// A bad global setting (flag or KPTR_* variable) is a usage error reported
+// once, before any function runs: not a per-function exit-125 failure that
+// also writes a failed render status into the user's Kptfile, and not silently
+// replaced by the default.
+func TestBadGlobalSettingsAreUsageErrorsBeforeAnyFunction(t *testing.T) {
+	t.Setenv("KPTR_PROGRESS", "none")
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"pull policy flag", []string{"--image-pull-policy", "Sometimes"}, nil, "--image-pull-policy: unknown image pull policy \"Sometimes\""},
+		{"pull policy variable", nil, map[string]string{"KPTR_IMAGE_PULL_POLICY": "Sometimes"}, "KPTR_IMAGE_PULL_POLICY (--image-pull-policy)"},
+		{"sandbox flag", []string{"--sandbox", "maybe"}, nil, "--sandbox: want auto or none, got \"maybe\""},
+		{"sandbox variable", nil, map[string]string{"KPTR_SANDBOX": "off"}, "KPTR_SANDBOX (--sandbox): want auto or none"},
+		{"progress", []string{"--progress", "fancy"}, nil, "--progress: want auto, plain or none"},
+		{"log level", nil, map[string]string{"KPTR_LOG_LEVEL": "loud"}, "KPTR_LOG_LEVEL (--log-level)"},
+		{"timeout variable", nil, map[string]string{"KPTR_FN_TIMEOUT": "5 minutes"}, "KPTR_FN_TIMEOUT (--fn-timeout): want a duration"},
+		{"offline variable", nil, map[string]string{"KPTR_OFFLINE": "yes"}, "KPTR_OFFLINE (--offline): want true or false"},
+		{"mirror with credentials", []string{"--mirror", "127.0.0.1:1=bob:hunter2@127.0.0.1:2"}, nil, "credentials do not belong in a mirror"},
+		{"mirror variable with a scheme", nil, map[string]string{"KPTR_MIRRORS": "127.0.0.1:1=https://bob:hunter2@127.0.0.1:2"}, "KPTR_MIRRORS (--mirror): bad mirror"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			dir, kptfile := unreachablePackage(t)
+			args := append([]string{"kptr", "fn", "render", dir, "--cache-dir", t.TempDir()}, tc.args...)
+			code, out, errs := runIn(t, args...)
+			if code != exitUsage || out != "" || strings.Count(errs, "\n") != 1 || !strings.HasPrefix(errs, "kptr fn render: ") || !strings.Contains(errs, tc.want) {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 and one line with %q", code, out, errs, tc.want)
+			}
+			if strings.Contains(errs, "hunter2") || strings.Contains(errs, "[RUNNING]") {
+				t.Errorf("stderr shows a password or a function run: %q", errs)
+			}
+			if b, _ := os.ReadFile(filepath.Join(dir, "Kptfile")); !bytes.Equal(b, kptfile) {
+				t.Errorf("the Kptfile was rewritten:\n%s", b)
+			}
+			// The same setting under generate: exit 2, nothing on stdout.
+			var gout, gerr bytes.Buffer
+			g := newGlobals(nil, &gout, &gerr, os.Getenv)
+			err := runGenerate(t.Context(), g, append([]string{dir}, tc.args...))
+			if exitCodeOf(err) != exitUsage || gout.Len() != 0 || !strings.Contains(gerr.String(), tc.want) || strings.Contains(gerr.String(), "hunter2") {
+				t.Errorf("generate: exit %d, stdout %q, stderr %q", exitCodeOf(err), gout.String(), gerr.String())
+			}
+		})
+	}
+}
+
+// Invoked as kpt, the same mistake is kpt's "Error: <msg> " line, exit 1.
+func TestBadGlobalSettingAsKpt(t *testing.T) {
+	dir, kptfile := unreachablePackage(t)
+	code, _, errs := runIn(t, "kpt", "fn", "render", dir, "--image-pull-policy", "Sometimes", "--cache-dir", t.TempDir())
+	if code != 1 || errs != "Error: --image-pull-policy: unknown image pull policy \"Sometimes\" (want Always, IfNotPresent or Never) \n" {
+		t.Errorf("exit %d, stderr %q", code, errs)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "Kptfile")); !bytes.Equal(b, kptfile) {
+		t.Errorf("the Kptfile was rewritten:\n%s", b)
+	}
+	// kptMode is package state: leave it as a kptr run does.
+	runIn(t, "kptr", "version")
+}
+
+// Flags given explicitly win over a bad variable, which is then never read.
+func TestExplicitFlagOverridesBadVariable(t *testing.T) {
+	t.Setenv("KPTR_OFFLINE", "yes")
+	if code, _, errs := runIn(t, "kptr", "cache", "ls", "--cache-dir", t.TempDir()); code != exitUsage || !strings.Contains(errs, "KPTR_OFFLINE") {
+		t.Errorf("bad variable: exit %d, stderr %q", code, errs)
+	}
+	if code, _, errs := runIn(t, "kptr", "cache", "ls", "--offline=false", "--cache-dir", t.TempDir()); code != 0 {
+		t.Errorf("explicit flag: exit %d, stderr %q", code, errs)
+	}
+}
