@@ -41,6 +41,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // DefaultPath is the PATH of catalog images (alpine's), /usr/local/sbin first.
@@ -55,7 +56,8 @@ type options struct {
 	entrypointSet        bool
 	user, workdir        string
 	layers               []v1.Layer
-	noBase               bool
+	noBase, minimalBase  bool
+	oci                  bool
 }
 
 // Option changes what Build produces.
@@ -84,40 +86,81 @@ func WithLayers(l ...v1.Layer) Option { return func(o *options) { o.layers = app
 // WithoutBase leaves out the base layer (a distroless-like image: no shell).
 func WithoutBase() Option { return func(o *options) { o.noBase = true } }
 
-// Build compiles test/fixtures/<fixture> and packages it as a linux/amd64
+// WithMinimalBase uses a base layer without busybox: /etc/passwd, /etc/group
+// and /tmp only, for machines without busybox-static (the offline demo).
+func WithMinimalBase() Option { return func(o *options) { o.minimalBase = true } }
+
+// WithOCIMediaTypes writes an OCI manifest and config instead of Docker v2
+// ones (what buildx pushes today; what skopeo reads from an OCI layout).
+func WithOCIMediaTypes() Option { return func(o *options) { o.oci = true } }
+
+// Build compiles test/fixtures/<fixture> and packages it as a linux (host arch)
 // function image. An empty fixture name builds an image without a function
 // layer (base plus WithLayers only).
 func Build(t testing.TB, fixture string, opts ...Option) v1.Image {
 	t.Helper()
+	img, err := New(fixture, opts...)
+	if err != nil {
+		t.Fatalf("fnimage: %v", err)
+	}
+	return img
+}
+
+// New is Build for code outside tests (the demo's image builder).
+func New(fixture string, opts ...Option) (v1.Image, error) {
 	o := options{entrypoint: []string{"function"}}
 	for _, opt := range opts {
 		opt(&o)
 	}
 	var layers []v1.Layer
-	if !o.noBase {
-		layers = append(layers, BaseLayer(t))
+	switch {
+	case o.noBase:
+	case o.minimalBase:
+		l, err := layerFromEntries(o.oci, baseEntries(nil))
+		if err != nil {
+			return nil, err
+		}
+		layers = append(layers, l)
+	default:
+		l, err := baseLayerFor(o.oci)
+		if err != nil {
+			return nil, err
+		}
+		layers = append(layers, l)
 	}
 	if fixture != "" {
-		bin, err := os.ReadFile(Binary(t, fixture))
+		exe, err := Compile(fixture)
 		if err != nil {
-			t.Fatalf("fnimage: %v", err)
+			return nil, err
 		}
-		layers = append(layers, mustLayer(t, []entry{
+		bin, err := os.ReadFile(exe)
+		if err != nil {
+			return nil, err
+		}
+		l, err := layerFromEntries(o.oci, []entry{
 			dir("usr/"), dir("usr/local/"), dir("usr/local/bin/"),
 			{name: "usr/local/bin/function", mode: 0o755, data: bin},
-		}))
+		})
+		if err != nil {
+			return nil, err
+		}
+		layers = append(layers, l)
 	}
 	layers = append(layers, o.layers...)
-	img, err := mutate.AppendLayers(empty.Image, layers...)
+	base := empty.Image
+	if o.oci {
+		base = mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
+	}
+	img, err := mutate.AppendLayers(base, layers...)
 	if err != nil {
-		t.Fatalf("fnimage: %v", err)
+		return nil, err
 	}
 	cf, err := img.ConfigFile()
 	if err != nil {
-		t.Fatalf("fnimage: %v", err)
+		return nil, err
 	}
 	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", "amd64"
+	cf.OS, cf.Architecture = "linux", goruntime.GOARCH
 	cf.Created = v1.Time{Time: epoch}
 	cf.Config.Env = append([]string{DefaultPath}, o.env...)
 	if fixture != "" || o.entrypointSet {
@@ -126,11 +169,7 @@ func Build(t testing.TB, fixture string, opts ...Option) v1.Image {
 	cf.Config.Cmd = o.cmd
 	cf.Config.User = o.user
 	cf.Config.WorkingDir = o.workdir
-	img, err = mutate.ConfigFile(img, cf)
-	if err != nil {
-		t.Fatalf("fnimage: %v", err)
-	}
-	return img
+	return mutate.ConfigFile(img, cf)
 }
 
 // Push writes img to ref. Registries on loopback are reached over plain HTTP.
@@ -158,9 +197,8 @@ func PushIndex(t testing.TB, idx v1.ImageIndex, ref string) {
 }
 
 var (
-	baseOnce  sync.Once
-	baseLayer v1.Layer
-	baseErr   error
+	baseMu     sync.Mutex
+	baseLayers = map[bool]v1.Layer{} // by OCI media type
 )
 
 // busyboxApplets are linked to /bin/busybox in the base layer.
@@ -176,30 +214,48 @@ var busyboxApplets = []string{
 // nobody (65534), an empty /tmp (1777), /root and /home.
 func BaseLayer(t testing.TB) v1.Layer {
 	t.Helper()
-	baseOnce.Do(func() {
-		bb, err := os.ReadFile("/bin/busybox")
-		if err != nil {
-			baseErr = fmt.Errorf("base layer needs busybox-static (/bin/busybox): %w", err)
-			return
-		}
-		es := []entry{
-			dir("bin/"), dir("etc/"), dir("home/"), {name: "root/", mode: 0o700 | fs.ModeDir},
-			dir("sbin/"), dir("usr/"), dir("usr/bin/"), dir("usr/sbin/"), dir("usr/local/"),
-			dir("usr/local/bin/"), dir("var/"),
-			{name: "tmp/", mode: 0o1777 | fs.ModeDir | fs.ModeSticky},
-			{name: "bin/busybox", mode: 0o755, data: bb},
-			{name: "etc/passwd", mode: 0o644, data: []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n")},
-			{name: "etc/group", mode: 0o644, data: []byte("root:x:0:\nnobody:x:65534:\n")},
-		}
+	l, err := baseLayerFor(false)
+	if err != nil {
+		t.Fatalf("fnimage: %v", err)
+	}
+	return l
+}
+
+func baseLayerFor(oci bool) (v1.Layer, error) {
+	baseMu.Lock()
+	defer baseMu.Unlock()
+	if l, ok := baseLayers[oci]; ok {
+		return l, nil
+	}
+	bb, err := os.ReadFile("/bin/busybox")
+	if err != nil {
+		return nil, fmt.Errorf("base layer needs busybox-static (/bin/busybox): %w", err)
+	}
+	l, err := layerFromEntries(oci, baseEntries(bb))
+	if err != nil {
+		return nil, err
+	}
+	baseLayers[oci] = l
+	return l, nil
+}
+
+// baseEntries is the base layer's tree; without busybox (nil) it has no shell.
+func baseEntries(busybox []byte) []entry {
+	es := []entry{
+		dir("bin/"), dir("etc/"), dir("home/"), {name: "root/", mode: 0o700 | fs.ModeDir},
+		dir("sbin/"), dir("usr/"), dir("usr/bin/"), dir("usr/sbin/"), dir("usr/local/"),
+		dir("usr/local/bin/"), dir("var/"),
+		{name: "tmp/", mode: 0o1777 | fs.ModeDir | fs.ModeSticky},
+		{name: "etc/passwd", mode: 0o644, data: []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n")},
+		{name: "etc/group", mode: 0o644, data: []byte("root:x:0:\nnobody:x:65534:\n")},
+	}
+	if busybox != nil {
+		es = append(es, entry{name: "bin/busybox", mode: 0o755, data: busybox})
 		for _, a := range busyboxApplets {
 			es = append(es, entry{name: "bin/" + a, link: "busybox"})
 		}
-		baseLayer, baseErr = layerFromEntries(es)
-	})
-	if baseErr != nil {
-		t.Fatalf("fnimage: %v", baseErr)
 	}
-	return baseLayer
+	return es
 }
 
 // Layer builds a layer from path → content. Files under a bin or sbin
@@ -253,14 +309,14 @@ func dir(n string) entry { return entry{name: n, mode: 0o755 | fs.ModeDir} }
 
 func mustLayer(t testing.TB, es []entry) v1.Layer {
 	t.Helper()
-	l, err := layerFromEntries(es)
+	l, err := layerFromEntries(false, es)
 	if err != nil {
 		t.Fatalf("fnimage: %v", err)
 	}
 	return l
 }
 
-func layerFromEntries(es []entry) (v1.Layer, error) {
+func layerFromEntries(oci bool, es []entry) (v1.Layer, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	for _, e := range es {
@@ -289,9 +345,13 @@ func layerFromEntries(es []entry) (v1.Layer, error) {
 		return nil, err
 	}
 	b := buf.Bytes()
+	var opts []tarball.LayerOption
+	if oci {
+		opts = append(opts, tarball.WithMediaType(types.OCILayer))
+	}
 	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(b)), nil
-	})
+	}, opts...)
 }
 
 var (
@@ -308,7 +368,7 @@ func Binary(t testing.TB, fixture string) string {
 	if p, ok := binPaths[fixture]; ok {
 		return p
 	}
-	p, err := compile(fixture)
+	p, err := Compile(fixture)
 	if err != nil {
 		t.Fatalf("fnimage: fixture %s: %v", fixture, err)
 	}
@@ -316,7 +376,9 @@ func Binary(t testing.TB, fixture string) string {
 	return p
 }
 
-func compile(fixture string) (string, error) {
+// Compile builds test/fixtures/<fixture> statically (or finds it already
+// built) and returns the binary's path.
+func Compile(fixture string) (string, error) {
 	if d := os.Getenv("KPTR_FIXTURE_BIN_DIR"); d != "" {
 		if p := filepath.Join(d, fixture); fileExists(p) {
 			return p, nil
@@ -346,7 +408,7 @@ func compile(fixture string) (string, error) {
 	tmp.Close()
 	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", tmp.Name(), "./test/fixtures/"+fixture)
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goruntime.GOARCH)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		os.Remove(tmp.Name())
 		return "", fmt.Errorf("go build: %v\n%s", err, b)
