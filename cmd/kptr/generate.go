@@ -71,6 +71,11 @@ func runGenerate(ctx context.Context, g *globals, args []string) error {
 	}
 	out, err := generate(ctx, g, &p, dir)
 	if err != nil {
+		if p.Timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			// Say which limit struck: the cause underneath is only
+			// "context deadline exceeded" at whatever step was running.
+			err = &exitError{exitCodeOf(err), fmt.Errorf("timed out after %s (the operator's limit, KPTR_TIMEOUT / --timeout): %w", p.Timeout, err)}
+		}
 		return generateFailed(g, err)
 	}
 	if _, err := g.stdout.Write(out); err != nil {

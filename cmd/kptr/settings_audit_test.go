@@ -104,3 +104,21 @@ func TestExplicitFlagOverridesBadVariable(t *testing.T) {
 		t.Errorf("explicit flag: exit %d, stderr %q", code, errs)
 	}
 }
+
+// When the operator's whole-call limit strikes, the one line says so (the
+// cause underneath is only "context deadline exceeded" at whatever step ran).
+func TestGenerateTimeoutNamesTheLimit(t *testing.T) {
+	dir, _ := unreachablePackage(t)
+	var out, errb bytes.Buffer
+	g := newGlobals(nil, &out, &errb, envMap(map[string]string{
+		"KPTR_TIMEOUT":        "1ns",
+		"KPTR_ALLOWED_IMAGES": "127.0.0.1:1/**",
+		"KPTR_CACHE_DIR":      t.TempDir(),
+		"KPTR_PROGRESS":       "none",
+	}))
+	err := runGenerate(t.Context(), g, []string{dir})
+	if exitCodeOf(err) == 0 || out.Len() != 0 || strings.Count(errb.String(), "\n") != 1 ||
+		!strings.HasPrefix(errb.String(), "kptr generate: timed out after 1ns (the operator's limit, KPTR_TIMEOUT") {
+		t.Errorf("exit %d, stdout %q, stderr %q", exitCodeOf(err), out.String(), errb.String())
+	}
+}
