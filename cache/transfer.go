@@ -209,7 +209,7 @@ func (c *Cache) Import(ctx context.Context, src string, opts ...ImportOption) ([
 		tmp := c.tempPath("import")
 		defer os.RemoveAll(tmp)
 		if err := untarPlain(src, tmp); err != nil {
-			return nil, &Error{Err: fmt.Errorf("import %s: %w", src, err)}
+			return nil, &Error{Err: fmt.Errorf("import %s: not a complete tarball (%w); want an OCI layout directory, an OCI layout tarball or a docker-archive tarball", src, err)}
 		}
 		dir = tmp
 	}
