@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
+	"github.com/kptr-dev/kptr/cache"
 	"github.com/kptr-dev/kptr/pipeline"
 	"github.com/kptr-dev/kptr/runtime"
 
@@ -265,6 +267,7 @@ func redact(s string) string {
 func renderForGenerate(ctx context.Context, g *globals, p *policy, dir string) ([]*yaml.RNode, error) {
 	env := &lazyEnv{ctx: ctx, g: g}
 	res := &allowListResolver{next: env, patterns: p.AllowedImages}
+	causes := &causeRecorder{}
 	maxOut := envInt64(g.getenv("KPTR_FN_MAX_OUTPUT"), 0)
 	resultsDir, err := os.MkdirTemp("", "kptr-generate-")
 	if err != nil {
@@ -276,9 +279,9 @@ func renderForGenerate(ctx context.Context, g *globals, p *policy, dir string) (
 		transcript = g.stderr
 	}
 	out, err := pipeline.Render(ctx, dir, pipeline.Options{
-		Resolver:     res,
-		Runner:       &policyRunner{next: env, allowExec: p.AllowExec, allowNetwork: p.AllowNetwork},
-		ExecRunner:   &policyRunner{next: runtime.Host{Timeout: g.fnTimeout, MaxOutput: maxOut}, allowExec: p.AllowExec, allowNetwork: p.AllowNetwork},
+		Resolver:     &causeResolver{next: res, rec: causes},
+		Runner:       &causeRunner{next: &policyRunner{next: env, allowExec: p.AllowExec, allowNetwork: p.AllowNetwork}, rec: causes},
+		ExecRunner:   &causeRunner{next: &policyRunner{next: runtime.Host{Timeout: g.fnTimeout, MaxOutput: maxOut}, allowExec: p.AllowExec, allowNetwork: p.AllowNetwork}, rec: causes},
 		ImagePrefix:  g.imagePrefix,
 		AllowExec:    p.AllowExec,
 		AllowNetwork: p.AllowNetwork,
@@ -295,9 +298,91 @@ func renderForGenerate(ctx context.Context, g *globals, p *policy, dir string) (
 			msg += ": " + d
 		}
 		msg = strings.ReplaceAll(msg, dir, displayPath(dir))
-		return nil, &exitError{exitCodeOf(err), errors.New(msg)}
+		code := exitCodeOf(err)
+		var refused *policyError
+		if errors.As(err, &refused) {
+			code = refused.ExitCode()
+		}
+		if cause := causes.get(); cause != nil && failedExitCode(resultsDir) == 125 {
+			// The function could not run: the exit code is the cause's
+			// (2 policy refusal or bad reference, 3 registry, cache or sandbox).
+			code = exitCodeOf(cause)
+		}
+		return nil, &exitError{code, errors.New(msg)}
 	}
 	return out.Resources, nil
+}
+
+// causeRecorder keeps the last error the resolver or a runner returned. The
+// pipeline reports such an error as the function's exit code 125, as kpt
+// does, keeping only its text; generate needs its kind for its own exit code
+// (README: a policy refusal is 2, a registry, cache or sandbox cause 3). The
+// pipeline runs one function at a time and stops at the first failure, so the
+// last error recorded is the one that stopped the render.
+type causeRecorder struct {
+	mu   sync.Mutex
+	last error
+}
+
+func (c *causeRecorder) note(err error) {
+	if err != nil {
+		c.mu.Lock()
+		c.last = err
+		c.mu.Unlock()
+	}
+}
+
+func (c *causeRecorder) get() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.last
+}
+
+type causeResolver struct {
+	next *allowListResolver
+	rec  *causeRecorder
+}
+
+func (r *causeResolver) Resolve(ctx context.Context, ref string) (cache.Bundle, error) {
+	b, err := r.next.Resolve(ctx, ref)
+	r.rec.note(err)
+	return b, err
+}
+
+func (r *causeResolver) ResolveConstraint(ctx context.Context, repo, constraint string) (string, error) {
+	ref, err := r.next.ResolveConstraint(ctx, repo, constraint)
+	r.rec.note(err)
+	return ref, err
+}
+
+type causeRunner struct {
+	next runtime.Runner
+	rec  *causeRecorder
+}
+
+func (r *causeRunner) Run(ctx context.Context, b cache.Bundle, inv runtime.Invocation) (runtime.Result, error) {
+	res, err := r.next.Run(ctx, b, inv)
+	r.rec.note(err)
+	return res, err
+}
+
+// failedExitCode is the exit code of the render's failed function in its
+// results.yaml (0 when none failed or there are no results).
+func failedExitCode(resultsDir string) int {
+	b, err := os.ReadFile(filepath.Join(resultsDir, "results.yaml"))
+	if err != nil {
+		return 0
+	}
+	var rl pipeline.ResultList
+	if err := yaml.Unmarshal(b, &rl); err != nil {
+		return 0
+	}
+	for i := len(rl.Items) - 1; i >= 0; i-- {
+		if rl.Items[i].ExitCode != 0 {
+			return rl.Items[i].ExitCode
+		}
+	}
+	return 0
 }
 
 // failedFunctionDetail returns what the failed function said (its error
