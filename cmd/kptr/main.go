@@ -89,6 +89,15 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return exitFunction
 		}
 	}
+	switch {
+	case len(args) == 1 && args[0] == "--version":
+		args = []string{"version"}
+	case len(args) > 1 && args[0] == "help":
+		// "kptr help fn render" is "kptr fn render --help".
+		if c, rest := lookup(args[1:]); c != nil && len(rest) == 0 {
+			args = append(args[1:len(args):len(args)], "--help")
+		}
+	}
 	c, rest := lookup(args)
 	if c == nil {
 		printUsage(stderr)

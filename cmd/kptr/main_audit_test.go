@@ -1,0 +1,23 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// The spellings users try first: `kptr --version`, `kptr help COMMAND`.
+func TestVersionFlagAndHelpCommand(t *testing.T) {
+	if code, out, errs := runIn(t, "kptr", "--version"); code != 0 || !strings.HasPrefix(out, "kptr ") {
+		t.Errorf("--version: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	code, _, errs := runIn(t, "kptr", "help", "fn", "render")
+	if code != 0 || !strings.HasPrefix(errs, "Usage: kptr fn render ") || !strings.Contains(errs, "--allow-exec") {
+		t.Errorf("help fn render: exit %d, stderr %q", code, errs)
+	}
+	if code, _, errs := runIn(t, "kptr", "help", "frobnicate"); code != 0 || !strings.Contains(errs, "Commands:") {
+		t.Errorf("help of an unknown command: exit %d, stderr %q", code, errs)
+	}
+	if code, _, errs := runIn(t, "kptr", "frobnicate"); code != exitUsage || !strings.HasSuffix(errs, "kptr: unknown command \"frobnicate\"\n") {
+		t.Errorf("unknown command: exit %d, stderr %q", code, errs)
+	}
+}
