@@ -259,6 +259,9 @@ func runCachePrune(ctx context.Context, g *globals, args []string) error {
 	if err := g.parse(fs, args); err != nil {
 		return err
 	}
+	if *maxAge < 0 {
+		return usageError("--max-age: want a positive duration, got %s", *maxAge)
+	}
 	o := cache.PruneOptions{MaxAge: *maxAge, All: *all, DryRun: *dry}
 	if *maxSize != "" {
 		n, err := parseBytes(*maxSize)

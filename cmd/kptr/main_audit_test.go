@@ -21,3 +21,10 @@ func TestVersionFlagAndHelpCommand(t *testing.T) {
 		t.Errorf("unknown command: exit %d, stderr %q", code, errs)
 	}
 }
+
+// A negative --max-age is refused rather than silently pruning nothing.
+func TestCachePruneNegativeAge(t *testing.T) {
+	if code, out, errs := runIn(t, "kptr", "cache", "prune", "--max-age=-5h", "--cache-dir", t.TempDir()); code != exitUsage || out != "" || !strings.Contains(errs, "--max-age: want a positive duration, got -5h0m0s") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}
