@@ -169,6 +169,9 @@ func runCachePull(ctx context.Context, g *globals, args []string) error {
 		if err != nil {
 			return usageError("--platform: %v", err)
 		}
+		if p.OS == "" || p.Architecture == "" {
+			return usageError("--platform: want os/arch[/variant] (e.g. linux/arm64), got %q", *platform)
+		}
 		extra = append(extra, cache.WithPlatform(*p))
 	}
 	c, err := g.openCacheWith(slog.LevelInfo, extra...)

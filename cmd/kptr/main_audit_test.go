@@ -28,3 +28,14 @@ func TestCachePruneNegativeAge(t *testing.T) {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 }
+
+// --platform needs both os and architecture; "arm64" alone used to be taken
+// as an OS and fail later as a registry error (exit 3).
+func TestCachePullPlatformNeedsOSAndArch(t *testing.T) {
+	for _, p := range []string{"arm64", "linux/"} {
+		code, _, errs := runIn(t, "kptr", "cache", "pull", "--platform", p, "--offline", "--cache-dir", t.TempDir(), "gcr.io/kpt-fn/set-labels:v0.1.5")
+		if code != exitUsage || !strings.Contains(errs, "--platform: want os/arch") {
+			t.Errorf("%s: exit %d, stderr %q", p, code, errs)
+		}
+	}
+}
