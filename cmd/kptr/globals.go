@@ -139,6 +139,12 @@ func (g *globals) checkSettings(fs *pflag.FlagSet) error {
 	default:
 		return usageError("%s: want auto, plain or none, got %q", from("progress", "KPTR_PROGRESS"), g.progress)
 	}
+	// KPTR_FN_MAX_OUTPUT has no flag: the render commands and generate read it.
+	if v := strings.TrimSpace(g.getenv("KPTR_FN_MAX_OUTPUT")); v != "" {
+		if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < 0 {
+			return usageError("KPTR_FN_MAX_OUTPUT: want a number of bytes, got %q", v)
+		}
+	}
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(g.logLevel)); err != nil {
 		return usageError("%s: want debug, info, warn or error, got %q", from("log-level", "KPTR_LOG_LEVEL"), g.logLevel)
