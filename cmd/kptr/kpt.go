@@ -38,7 +38,10 @@ func kptArgs(args []string) ([]string, error) {
 		}
 	}
 	cmd := args[0]
-	if cmd == "fn" && len(args) > 1 {
+	if cmd == "fn" && len(args) == 1 {
+		return nil, fmt.Errorf("`kpt fn` needs a subcommand: kptr implements kpt fn render, eval, source and sink")
+	}
+	if cmd == "fn" {
 		cmd += " " + args[1]
 	}
 	return nil, fmt.Errorf("`kpt %s` is not supported by kptr (it implements kpt fn render, eval, source and sink)", cmd)

@@ -39,3 +39,13 @@ func TestCachePullPlatformNeedsOSAndArch(t *testing.T) {
 		}
 	}
 }
+
+// `kpt fn` alone asks for a subcommand; it used to say "`kpt fn` is not
+// supported by kptr", which reads as if no kpt fn command worked.
+func TestKptFnWithoutSubcommand(t *testing.T) {
+	code, _, errs := runIn(t, "kpt", "fn")
+	if code != 1 || errs != "Error: `kpt fn` needs a subcommand: kptr implements kpt fn render, eval, source and sink \n" {
+		t.Errorf("exit %d, stderr %q", code, errs)
+	}
+	runIn(t, "kptr", "version") // reset kptMode
+}
