@@ -248,9 +248,9 @@ func (r *renderer) doFunction(st *fnStep, pn *pkgNode, input []*yaml.RNode, fnCo
 	return output, nil
 }
 
-// invoke resolves (images only) and runs the function with stdin in.
-func (r *renderer) invoke(st *fnStep, in io.Reader) (runtime.Result, error) {
-	inv := runtime.Invocation{
+// invocation is how every function of this render is called, with stdin in.
+func (r *renderer) invocation(in io.Reader) runtime.Invocation {
+	return runtime.Invocation{
 		Stdin:         in,
 		Env:           r.opts.Env,
 		Network:       r.opts.AllowNetwork,
@@ -259,6 +259,34 @@ func (r *renderer) invoke(st *fnStep, in io.Reader) (runtime.Result, error) {
 		Timeout:       r.opts.Timeout,
 		MaxOutput:     r.opts.MaxOutput,
 	}
+}
+
+// prepareNext lets the Runner set up the sandbox of st, the function that
+// runs after the current one, while the current one runs: only when the
+// Runner can (runtime.Preparer) and st's image is already in the cache
+// (CachedResolver: no pull, no output, no error). Nothing here can fail or
+// change what the render does: st is resolved and run at its own turn
+// exactly as without it, and an unused prepared sandbox is destroyed.
+func (r *renderer) prepareNext(st *fnStep) {
+	if st == nil || st.image == "" || r.opts.Resolver == nil {
+		return
+	}
+	p, ok := r.opts.Runner.(runtime.Preparer)
+	if !ok {
+		return
+	}
+	cr, ok := r.opts.Resolver.(CachedResolver)
+	if !ok {
+		return
+	}
+	if b, ok := cr.ResolveCached(r.ctx, st.image); ok {
+		p.Prepare(r.ctx, b, r.invocation(nil))
+	}
+}
+
+// invoke resolves (images only) and runs the function with stdin in.
+func (r *renderer) invoke(st *fnStep, in io.Reader) (runtime.Result, error) {
+	inv := r.invocation(in)
 	if st.image == "" {
 		bin := st.argv[0]
 		if !strings.Contains(bin, "/") {

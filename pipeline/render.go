@@ -388,6 +388,9 @@ func (r *renderer) runMutators(pn *pkgNode, input []*yaml.RNode) ([]*yaml.RNode,
 			}
 		}
 		selected := selectInput(input, f.Selectors, f.Exclusions)
+		if i+1 < len(steps) {
+			r.prepareNext(steps[i+1])
+		}
 		output, fr, err := r.runFunction(st, pn, selected, fnConfig, selective)
 		r.recordRun(&r.mutationSteps, st, fr, err)
 		if err != nil {
@@ -434,6 +437,9 @@ func (r *renderer) runValidators(pn *pkgNode, input []*yaml.RNode) error {
 		copies := make([]*yaml.RNode, len(selected))
 		for j, n := range selected {
 			copies[j] = n.Copy()
+		}
+		if i+1 < len(steps) {
+			r.prepareNext(steps[i+1])
 		}
 		_, fr, err := r.runFunction(st, pn, copies, fnConfig, len(f.Selectors) > 0 || len(f.Exclusions) > 0)
 		r.recordRun(&r.validationSteps, st, fr, err)

@@ -3,6 +3,7 @@ package runtime
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 
 	"github.com/opencontainers/runc/libcontainer"
@@ -10,9 +11,11 @@ import (
 	"bytes"
 	"context"
 	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/test/fnimage"
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,82 +26,224 @@ var benchInput = []byte(strings.Repeat("apiVersion: v1\nkind: ConfigMap\nmetadat
 
 // BenchmarkRun compares, in one run, the per-call cost of a warm trivial
 // function (copies stdin to stdout) executed bare, under bubblewrap with
-// every namespace, in kptr's sandbox, and under podman with runc.
+// every namespace, in kptr's sandbox started cold (kptr), prepared ahead
+// (kptr-pipelined, kptr-prepared: see benchWays), and under podman with runc.
 // init-rss-KB / init-anon-KB are the resident and private (anonymous) memory
 // of kptr's container init just before it execs the function, the sandbox's
 // own cost per concurrent run; B/op is what the calling kptr process
-// allocates per run.
+// allocates per run; cpu-ms/op the CPU time per call of this process and its
+// children (the container init, the function).
 func BenchmarkRun(b *testing.B) {
 	rootfs := testRootfs(b)
-	fn := rootfs + "/usr/local/bin/function"
-	check := func(b *testing.B, out []byte) {
+	benchWays(b, directRootfs(b), []string{"/usr/local/bin/function", "cat"}, benchInput, func(b *testing.B, out []byte) {
 		if !bytes.Equal(out, benchInput) {
 			b.Fatalf("output %q", out)
 		}
-	}
-	execRun := func(b *testing.B, name string, args ...string) {
-		if _, err := exec.LookPath(name); err != nil {
-			b.Skipf("%s not installed", name)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, name, args...)
-		cmd.Stdin = bytes.NewReader(benchInput)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Skipf("%s does not work here: %v: %s", name, err, firstLine(out))
-		}
-		b.ReportAllocs()
-		var ds durations
-		b.ResetTimer()
-		for b.Loop() {
-			start := time.Now()
-			cmd := exec.Command(name, args...)
-			cmd.Stdin = bytes.NewReader(benchInput)
-			out, err := cmd.Output()
-			if err != nil {
-				b.Fatal(err)
-			}
-			ds = append(ds, time.Since(start))
-			check(b, out)
-		}
-		ds.report(b)
-	}
-	b.Run("bare", func(b *testing.B) { execRun(b, fn, "cat") })
-	b.Run("bwrap", func(b *testing.B) {
-		broot := directRootfs(b)
-		execRun(b, "bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", broot, "/",
-			"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "/usr/local/bin/function", "cat")
 	})
+	b.Run("podman-runc", func(b *testing.B) {
+		execRun(b, benchInput, func(*testing.B, []byte) {}, "podman", "run", "--rm", "-i", "--runtime", "runc", "--network", "none",
+			"--rootfs", rootfs, "/usr/local/bin/function", "cat")
+	})
+}
+
+// BenchmarkRunKRM is BenchmarkRun with a function shaped like the catalog's
+// (the set-labels fixture: kyaml's fn framework, a Go binary that parses
+// and writes the ResourceList): the function itself now takes time, which
+// a pipeline can overlap with preparing the next function's sandbox.
+func BenchmarkRunKRM(b *testing.B) {
+	rootfs := krmRootfs(b)
+	var in bytes.Buffer
+	in.WriteString("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nfunctionConfig:\n  apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: fc\n  data:\n    env: prod\nitems:\n")
+	for i := range 20 {
+		fmt.Fprintf(&in, "- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: cm-%d\n  data:\n    k: v\n", i)
+	}
+	benchWays(b, rootfs, []string{"/usr/local/bin/function"}, in.Bytes(), func(b *testing.B, out []byte) {
+		if n := bytes.Count(out, []byte("env: prod")); n < 20 {
+			b.Fatalf("%d labels set: %q", n, out)
+		}
+	})
+}
+
+var (
+	krmOnce sync.Once
+	krmDir  string
+)
+
+// krmRootfs is directRootfs with the set-labels fixture as the function.
+func krmRootfs(b *testing.B) string {
+	krmOnce.Do(func() {
+		dir := filepath.Join(testTmp, "cache", "rootfs-krm")
+		if out, err := exec.Command("cp", "-a", directRootfs(b), dir).CombinedOutput(); err != nil {
+			b.Fatalf("cp: %v %s", err, out)
+		}
+		must(b, os.Remove(filepath.Join(dir, "usr/local/bin/function")))
+		copyFile(b, fnimage.Binary(b, "set-labels"), filepath.Join(dir, "usr/local/bin/function"), 0o755)
+		krmDir = dir
+	})
+	if krmDir == "" {
+		b.Fatal("krm rootfs could not be built")
+	}
+	return krmDir
+}
+
+// execRun benchmarks a command that reads input on stdin.
+func execRun(b *testing.B, input []byte, check func(*testing.B, []byte), name string, args ...string) {
+	if _, err := exec.LookPath(name); err != nil {
+		b.Skipf("%s not installed", name)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Stdin = bytes.NewReader(input)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Skipf("%s does not work here: %v: %s", name, err, firstLine(out))
+	}
+	b.ReportAllocs()
+	var ds durations
+	cpu0 := cpuNow()
+	b.ResetTimer()
+	for b.Loop() {
+		start := time.Now()
+		cmd := exec.Command(name, args...)
+		cmd.Stdin = bytes.NewReader(input)
+		out, err := cmd.Output()
+		if err != nil {
+			b.Fatal(err)
+		}
+		ds = append(ds, time.Since(start))
+		check(b, out)
+	}
+	if filepath.IsAbs(name) {
+		// bare only: bwrap's and podman's processes inside their pid
+		// namespace are never accounted to us, their CPU would be undercounted
+		reportCPU(b, cpu0, len(ds))
+	}
+	ds.report(b)
+}
+
+// benchWays runs the function argv (a path inside rootfs, which must be
+// usable as the sandbox's root directly) on input, per call:
+//   - bare: exec of the binary on the host, no isolation;
+//   - bwrap: bubblewrap with every namespace, the rootfs bound read-only;
+//   - kptr: (*Sandbox).Run, the sandbox started cold for every call;
+//   - kptr-pipelined: a sequence of calls as a pipeline of functions makes
+//     them: before each Run, Prepare for the next call (pipeline/ does so for
+//     the next function when its image is cached), so the next sandbox
+//     starts while this call runs; back to back, nothing in between;
+//   - kptr-prepared: one call whose sandbox is already prepared (untimed
+//     Prepare, waited for): release, the function, its output. What a call
+//     costs when the previous function ran at least as long as a start.
+//
+// prepared-used is the share of calls that got a prepared sandbox.
+func benchWays(b *testing.B, rootfs string, argv []string, input []byte, check func(*testing.B, []byte)) {
+	b.Run("bare", func(b *testing.B) { execRun(b, input, check, rootfs+argv[0], argv[1:]...) })
+	b.Run("bwrap", func(b *testing.B) {
+		execRun(b, input, check, "bwrap", append([]string{"--unshare-all", "--die-with-parent", "--ro-bind", rootfs, "/",
+			"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"}, argv...)...)
+	})
+	bd := bundle(b)
+	bd.Rootfs = rootfs
+	bd.Config.Entrypoint, bd.Config.Cmd = argv, nil
+	inv := func() Invocation { return Invocation{Stdin: bytes.NewReader(input)} }
 	b.Run("kptr", func(b *testing.B) {
 		s := sandbox(b)
-		bd := bundle(b, "cat")
-		bd.Rootfs = directRootfs(b)
 		b.ReportAllocs()
 		var ds durations
+		cpu0 := cpuNow()
 		b.ResetTimer()
 		for b.Loop() {
 			start := time.Now()
-			res, err := s.Run(context.Background(), bd, Invocation{Stdin: bytes.NewReader(benchInput)})
+			res, err := s.Run(context.Background(), bd, inv())
 			if err != nil || res.ExitCode != 0 {
 				b.Fatal(err, res.ExitCode, string(res.Stderr))
 			}
 			ds = append(ds, time.Since(start))
 			check(b, res.Stdout)
 		}
+		reportCPU(b, cpu0, len(ds))
 		ds.report(b)
 		rss, anon := initRSS(b, s, bd)
 		b.ReportMetric(float64(rss), "init-rss-KB")
 		b.ReportMetric(float64(anon), "init-anon-KB")
 	})
-	b.Run("podman-runc", func(b *testing.B) {
-		execRun(b, "podman", "run", "--rm", "-i", "--runtime", "runc", "--network", "none",
-			"--rootfs", rootfs, "/usr/local/bin/function", "cat")
-	})
+	prepBench := func(b *testing.B, ahead bool) {
+		s, err := New(WithStateDir(filepath.Join(testTmp, "state-bench")))
+		must(b, err)
+		defer s.Close()
+		ctx := context.Background()
+		if ahead {
+			s.Prepare(ctx, bd, inv())
+		}
+		b.ReportAllocs()
+		var ds durations
+		n := 0
+		hits := s.prepHits.Load()
+		cpu0 := cpuNow()
+		b.ResetTimer()
+		for b.Loop() {
+			if !ahead {
+				b.StopTimer()
+				s.Prepare(ctx, bd, inv())
+				waitPrepared(s)
+				b.StartTimer()
+			}
+			start := time.Now()
+			if ahead {
+				s.Prepare(ctx, bd, inv()) // the next call's, while this one runs
+			}
+			res, err := s.Run(ctx, bd, inv())
+			if err != nil || res.ExitCode != 0 {
+				b.Fatal(err, res.ExitCode, string(res.Stderr))
+			}
+			ds = append(ds, time.Since(start))
+			n++
+			check(b, res.Stdout)
+		}
+		b.StopTimer()
+		if ahead {
+			reportCPU(b, cpu0, n) // (kptr-prepared: would count the untimed starts)
+		}
+		ds.report(b)
+		b.ReportMetric(float64(s.prepHits.Load()-hits)/float64(max(n, 1)), "prepared-used")
+	}
+	b.Run("kptr-pipelined", func(b *testing.B) { prepBench(b, true) })
+	b.Run("kptr-prepared", func(b *testing.B) { prepBench(b, false) })
+}
+
+// waitPrepared waits until every prepared sandbox of s is set up.
+func waitPrepared(s *Sandbox) {
+	s.mu.Lock()
+	prs := append([]*prepared(nil), s.prepared...)
+	s.mu.Unlock()
+	for _, pr := range prs {
+		<-pr.ready
+	}
 }
 
 // durations are per-call wall times; the median is robust against the
 // noise of a shared machine.
 type durations []time.Duration
+
+// cpuNow is the CPU time (user + system) used so far by this process and
+// its reaped children: the sandbox's parent side, the container inits and
+// the functions.
+func cpuNow() time.Duration {
+	var t time.Duration
+	for _, who := range []int{syscall.RUSAGE_SELF, syscall.RUSAGE_CHILDREN} {
+		var ru syscall.Rusage
+		if syscall.Getrusage(who, &ru) == nil {
+			t += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		}
+	}
+	return t
+}
+
+// reportCPU reports the CPU time per call since cpu0 (cpuNow), in ms.
+func reportCPU(b *testing.B, cpu0 time.Duration, n int) {
+	if n > 0 {
+		b.ReportMetric(float64((cpuNow()-cpu0).Microseconds())/1000/float64(n), "cpu-ms/op")
+	}
+}
 
 func (ds durations) report(b *testing.B) {
 	if len(ds) == 0 {
@@ -132,7 +277,7 @@ func initRSS(b *testing.B, s *Sandbox, bd cache.Bundle) (rssKB, anonKB int64) {
 	must(b, err)
 	defer c.Destroy()
 	p := &libcontainer.Process{Args: proc.Args, Env: proc.Env, Cwd: proc.Cwd, Init: true}
-	must(b, c.Start(p))
+	must(b, onStableThread(func() error { return c.Start(p) })) // see spawn.go: the init dies with the thread that forked it
 	defer func() { _ = c.Signal(syscall.SIGKILL); _, _ = p.Wait() }()
 	pid, err := p.Pid()
 	must(b, err)

@@ -21,7 +21,9 @@ type Preparer interface {
 
 // maxPrepared bounds the sandboxes prepared and not yet used (each is a
 // live container init, ~3 MB of private memory): a pipeline prepares one
-// function ahead; an older unused one is destroyed to make room.
+// function ahead, so at most the current function's (not yet taken) and the
+// next one's wait; an older unused one is destroyed to make room. Several may
+// share a key (the same function twice in a row); a Run takes the oldest.
 const maxPrepared = 2
 
 // prepared is a sandbox whose init has done all of its namespace, mount,
@@ -78,12 +80,6 @@ func (s *Sandbox) Prepare(ctx context.Context, b cache.Bundle, inv Invocation) {
 	if s.closed {
 		s.mu.Unlock()
 		return
-	}
-	for _, o := range s.prepared {
-		if o.key == key {
-			s.mu.Unlock()
-			return // one is already waiting for that run
-		}
 	}
 	if len(s.prepared) >= maxPrepared {
 		evict = s.prepared[0]
@@ -160,6 +156,7 @@ func (s *Sandbox) runPrepared(ctx context.Context, pr *prepared, inv Invocation)
 	}
 	defer st.destroy(s.log)
 	s.prepHits.Add(1)
+	s.log.Debug("sandbox: using the prepared sandbox", "id", st.id)
 	res, err := s.finish(ctx, st, inv)
 	return res, err, true
 }

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+
+	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/pipeline"
+	"github.com/kptr-dev/kptr/runtime"
+)
+
+// Preparing the next function's sandbox while the current one runs
+// (pipeline.CachedResolver + runtime.Preparer, see pipeline's prepareNext):
+// the runner and resolver wrappers of kptr's commands pass it through,
+// applying the same policy as their Run and Resolve, so nothing is ever
+// prepared that the function's own turn would refuse.
+
+// offlineViews holds, per lazyEnv, a second view of the same cache that never
+// touches the network and reports no progress: ResolveCached must not pull.
+var offlineViews sync.Map // *lazyEnv → *offlineView
+
+type offlineView struct {
+	once sync.Once
+	c    *cache.Cache
+}
+
+// ResolveCached resolves ref only if the cache already holds it.
+func (l *lazyEnv) ResolveCached(ctx context.Context, ref string) (cache.Bundle, bool) {
+	if l.init() != nil {
+		return cache.Bundle{}, false
+	}
+	v, _ := offlineViews.LoadOrStore(l, &offlineView{})
+	ov := v.(*offlineView)
+	ov.once.Do(func() {
+		ov.c, _ = l.g.openCacheWith(slog.LevelDebug, cache.WithOffline(true), cache.WithProgress(nil))
+	})
+	if ov.c == nil {
+		return cache.Bundle{}, false
+	}
+	b, err := ov.c.Resolve(ctx, ref)
+	return b, err == nil
+}
+
+// Prepare forwards to the sandbox (opened by ResolveCached before).
+// KPTR_PREPARE=0 turns preparing off (every sandbox starts cold).
+func (l *lazyEnv) Prepare(ctx context.Context, b cache.Bundle, inv runtime.Invocation) {
+	if l.g.getenv("KPTR_PREPARE") == "0" || l.init() != nil {
+		return
+	}
+	if p, ok := l.r.(runtime.Preparer); ok {
+		p.Prepare(ctx, b, inv)
+	}
+}
+
+// ResolveCached applies the allow-list as Resolve does.
+func (r *allowListResolver) ResolveCached(ctx context.Context, ref string) (cache.Bundle, bool) {
+	if r.check(ref) != nil {
+		return cache.Bundle{}, false
+	}
+	if cr, ok := r.next.(pipeline.CachedResolver); ok {
+		return cr.ResolveCached(ctx, ref)
+	}
+	return cache.Bundle{}, false
+}
+
+// ResolveCached records nothing: it never fails, the turn's Resolve reports.
+func (r *causeResolver) ResolveCached(ctx context.Context, ref string) (cache.Bundle, bool) {
+	return r.next.ResolveCached(ctx, ref)
+}
+
+// Prepare prepares only what Run would allow.
+func (r *policyRunner) Prepare(ctx context.Context, b cache.Bundle, inv runtime.Invocation) {
+	if (b.Rootfs == "" && !r.allowExec) || (inv.Network && !r.allowNetwork) || len(inv.Mounts) > 0 {
+		return
+	}
+	if p, ok := r.next.(runtime.Preparer); ok {
+		p.Prepare(ctx, b, inv)
+	}
+}
+
+// Prepare forwards.
+func (r *causeRunner) Prepare(ctx context.Context, b cache.Bundle, inv runtime.Invocation) {
+	if p, ok := r.next.(runtime.Preparer); ok {
+		p.Prepare(ctx, b, inv)
+	}
+}
+
+var (
+	_ pipeline.CachedResolver = (*lazyEnv)(nil)
+	_ pipeline.CachedResolver = (*causeResolver)(nil)
+	_ runtime.Preparer        = (*lazyEnv)(nil)
+	_ runtime.Preparer        = (*causeRunner)(nil)
+	_ runtime.Preparer        = (*runtime.Sandbox)(nil)
+)
