@@ -56,17 +56,17 @@ test-seccomp: ## the sandbox suite built with the seccomp tag (libseccomp), as r
 	$(GO) test -count=1 -tags seccomp ./runtime
 	@$(call run-unpriv,-tags seccomp)
 
-bench-runtime: ## per-run cost of the sandbox vs bare exec, bwrap, podman (root); as root and as uid 999 (figures → BENCHMARKS.md)
+bench-runtime: ## per-run cost of the sandbox (cold, pipelined, prepared) vs bare exec, bwrap, podman (root); as root and as uid 999 (figures → BENCHMARKS.md)
 	$(GO) test -run '^$$' -bench BenchmarkRun -benchtime 100x -count 1 ./runtime
 	@set -euo pipefail; d=$$(mktemp -d /tmp/kptr-bench.XXXXXX); trap 'rm -rf "$$d"' EXIT; \
 	mkdir -p "$$d/bin" "$$d/home" "$$d/tmp"; \
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o "$$d/bin/hostile" ./test/fixtures/hostile; \
+	for f in hostile set-labels; do CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o "$$d/bin/$$f" ./test/fixtures/$$f; done; \
 	$(GO) test -c -o "$$d/runtime.test" ./runtime; chmod -R a+rX "$$d"; \
 	if [ "$$(id -u)" = 0 ]; then chown $(UNPRIV_UID):$(UNPRIV_UID) "$$d/home" "$$d/tmp"; \
 	  echo "== as uid $(UNPRIV_UID), no capabilities, no_new_privs (the sidecar)"; \
 	  cd "$$d" && env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=$$d/home TMPDIR=$$d/tmp KPTR_FIXTURE_BIN_DIR=$$d/bin \
 	    setpriv --reuid=$(UNPRIV_UID) --regid=$(UNPRIV_UID) --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs \
-	    ./runtime.test -test.run '^$$' -test.bench 'BenchmarkRun/(bare|bwrap|kptr)$$' -test.benchtime 100x; fi
+	    ./runtime.test -test.run '^$$' -test.bench 'BenchmarkRun(KRM)?/(bare|bwrap|kptr|kptr-pipelined|kptr-prepared)$$' -test.benchtime 100x; fi
 
 bench-cache: ## cache benchmarks: cold pull vs skopeo+umoci, cached resolve, peak RSS (figures → BENCHMARKS.md)
 	$(GO) test -run '^$$' -bench . -benchtime 2000x -count 1 ./cache
