@@ -121,6 +121,11 @@ func (g *globals) checkSettings(fs *pflag.FlagSet) error {
 		}
 		return env + " (--" + flag + ")"
 	}
+	if strings.TrimSpace(g.cacheDir) == "" {
+		// Open("") would make the current directory the cache (a user's
+		// package, with `cache prune` removing files from it).
+		return usageError("--cache-dir: empty; name a directory (or leave the flag out for the default)")
+	}
 	if _, err := cache.ParsePullPolicy(g.pullPolicy); err != nil {
 		return usageError("%s: %v", from("image-pull-policy", "KPTR_IMAGE_PULL_POLICY"), err)
 	}

@@ -123,3 +123,17 @@ func TestGenerateTimeoutNamesTheLimit(t *testing.T) {
 		t.Errorf("exit %d, stdout %q, stderr %q", exitCodeOf(err), out.String(), errb.String())
 	}
 }
+
+// An empty --cache-dir (an unset shell variable) is refused: it used to make
+// the current directory the cache, writing blobs/, index.json and locks/ into it.
+func TestEmptyCacheDirIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	code, _, errs := runIn(t, "kptr", "cache", "ls", "--cache-dir", "")
+	if code != exitUsage || !strings.Contains(errs, "--cache-dir: empty") {
+		t.Errorf("exit %d, stderr %q", code, errs)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("the current directory got %d entries", len(ents))
+	}
+}
