@@ -363,7 +363,7 @@ func runCacheImport(ctx context.Context, g *globals, args []string) error {
 
 func runCacheExport(ctx context.Context, g *globals, args []string) error {
 	fs := g.flagSet("cache export", "-o DEST [--tar] IMAGE...")
-	dest := fs.StringP("output", "o", "", "destination: a new directory (OCI layout), or a file with --tar ('-' for stdout)")
+	dest := fs.StringP("output", "o", "", "destination: a directory (created, or an existing OCI layout the images are added to), or with --tar a file ('-' for stdout)")
 	asTar := fs.Bool("tar", false, "write a tarball of the OCI layout")
 	if err := g.parse(fs, args); err != nil {
 		return err

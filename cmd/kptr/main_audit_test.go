@@ -49,3 +49,12 @@ func TestKptFnWithoutSubcommand(t *testing.T) {
 	}
 	runIn(t, "kptr", "version") // reset kptMode
 }
+
+// cache export's help says what -o does with an existing layout: the images
+// join it (it said "a new directory").
+func TestCacheExportHelpMatchesBehaviour(t *testing.T) {
+	code, _, errs := runIn(t, "kptr", "cache", "export", "--help")
+	if code != 0 || !strings.Contains(errs, "an existing OCI layout the images are added to") || strings.Contains(errs, "a new directory") {
+		t.Errorf("exit %d, help %q", code, errs)
+	}
+}
