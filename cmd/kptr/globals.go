@@ -126,6 +126,10 @@ func (g *globals) checkSettings(fs *pflag.FlagSet) error {
 		// package, with `cache prune` removing files from it).
 		return usageError("--cache-dir: empty; name a directory (or leave the flag out for the default)")
 	}
+	if g.fnTimeout <= 0 {
+		// The sandbox would kill every function at once ("timed out after 0s").
+		return usageError("%s: want a positive duration, got %s", from("fn-timeout", "KPTR_FN_TIMEOUT"), g.fnTimeout)
+	}
 	if _, err := cache.ParsePullPolicy(g.pullPolicy); err != nil {
 		return usageError("%s: %v", from("image-pull-policy", "KPTR_IMAGE_PULL_POLICY"), err)
 	}
