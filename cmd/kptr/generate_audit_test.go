@@ -45,3 +45,13 @@ func TestGenerateExitCodeFollowsTheCause(t *testing.T) {
 		}
 	}
 }
+
+// A negative KPTR_TIMEOUT was silently "no limit"; it is refused.
+func TestGenerateNegativeTimeoutIsRefused(t *testing.T) {
+	dir, _ := unreachablePackage(t)
+	var out, errb bytes.Buffer
+	err := runGenerate(t.Context(), newGlobals(nil, &out, &errb, envMap(map[string]string{"KPTR_TIMEOUT": "-30s", "KPTR_CACHE_DIR": t.TempDir()})), []string{dir})
+	if exitCodeOf(err) != exitUsage || out.Len() != 0 || !strings.Contains(errb.String(), "KPTR_TIMEOUT (--timeout) must not be negative") {
+		t.Errorf("exit %d, stdout %q, stderr %q", exitCodeOf(err), out.String(), errb.String())
+	}
+}

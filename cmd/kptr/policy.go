@@ -104,6 +104,9 @@ func (p *policy) validate() error {
 	if p.MaxOutputBytes <= 0 {
 		return fmt.Errorf("KPTR_MAX_OUTPUT_BYTES must be positive")
 	}
+	if p.Timeout < 0 {
+		return fmt.Errorf("KPTR_TIMEOUT (--timeout) must not be negative (0: no limit), got %s", p.Timeout)
+	}
 	return nil
 }
 
