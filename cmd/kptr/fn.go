@@ -137,6 +137,10 @@ func runFnRender(ctx context.Context, g *globals, args []string) error {
 	if fs.NArg() == 1 {
 		dir = fs.Arg(0)
 	}
+	dir, err := resolvePkgSymlink(dir, g.stderr)
+	if err != nil {
+		return g.kptFailure(err)
+	}
 	opts := g.baseOptions(ctx)
 	opts.AllowExec, opts.AllowNetwork = allowExec, allowNetwork
 	opts.Output, opts.ResultsDir = output, resultsDir
@@ -203,6 +207,12 @@ func runFnEval(ctx context.Context, g *globals, args []string) error {
 	}
 	if (fn.Image == "") == (fn.Exec == "") {
 		return g.usage(usageError("must specify exactly one of --image and --exec"))
+	}
+	if dir != "-" {
+		var err error
+		if dir, err = resolvePkgSymlink(dir, g.stderr); err != nil {
+			return g.kptFailure(err)
+		}
 	}
 	if len(kv) > 0 {
 		if fn.FnConfig != "" {

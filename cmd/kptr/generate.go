@@ -92,6 +92,9 @@ func generate(ctx context.Context, g *globals, p *policy, dir string) ([]byte, e
 	if err != nil {
 		return nil, withCode(exitUsage, err)
 	}
+	if abs, err = resolvePkgSymlink(abs, nil); err != nil {
+		return nil, withCode(exitUsage, err)
+	}
 	if _, err := os.Stat(filepath.Join(abs, "Kptfile")); err != nil {
 		return nil, withCode(exitUsage, fmt.Errorf("no Kptfile in the application path %s", displayPath(abs)))
 	}

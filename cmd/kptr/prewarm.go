@@ -97,6 +97,10 @@ func runPrewarm(ctx context.Context, g *globals, args []string) error {
 func prewarmRefs(dirs, images []string, prefix string, c *cache.Cache) ([]string, error) {
 	seen := map[string]bool{}
 	for _, d := range dirs {
+		d, err := resolvePkgSymlink(d, nil)
+		if err != nil {
+			return nil, usageError("%v", err)
+		}
 		st, err := os.Stat(d)
 		if err != nil {
 			return nil, usageError("%v", err)
