@@ -141,6 +141,9 @@ func runFnRender(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return g.kptFailure(err)
 	}
+	if err := prepareResultsDir(resultsDir, output); err != nil {
+		return g.kptFailure(err)
+	}
 	opts := g.baseOptions(ctx)
 	opts.AllowExec, opts.AllowNetwork = allowExec, allowNetwork
 	opts.Output, opts.ResultsDir = output, resultsDir
@@ -213,6 +216,9 @@ func runFnEval(ctx context.Context, g *globals, args []string) error {
 		if dir, err = resolvePkgSymlink(dir, g.stderr); err != nil {
 			return g.kptFailure(err)
 		}
+	}
+	if err := prepareResultsDir(resultsDir, output); err != nil {
+		return g.kptFailure(err)
 	}
 	if len(kv) > 0 {
 		if fn.FnConfig != "" {
