@@ -137,7 +137,7 @@ func runFnRender(ctx context.Context, g *globals, args []string) error {
 	if fs.NArg() == 1 {
 		dir = fs.Arg(0)
 	}
-	dir, err := resolvePkgSymlink(dir, g.stderr)
+	dir, err := kptResolveSymlink(dir, g.stderr)
 	if err != nil {
 		return g.kptFailure(err)
 	}
@@ -210,12 +210,6 @@ func runFnEval(ctx context.Context, g *globals, args []string) error {
 	}
 	if (fn.Image == "") == (fn.Exec == "") {
 		return g.usage(usageError("must specify exactly one of --image and --exec"))
-	}
-	if dir != "-" {
-		var err error
-		if dir, err = resolvePkgSymlink(dir, g.stderr); err != nil {
-			return g.kptFailure(err)
-		}
 	}
 	if err := prepareResultsDir(resultsDir, output); err != nil {
 		return g.kptFailure(err)

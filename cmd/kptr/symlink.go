@@ -27,3 +27,21 @@ func resolvePkgSymlink(path string, warn io.Writer) (string, error) {
 	}
 	return rp, nil
 }
+
+// kptResolveSymlink is kpt's argutil.ResolveSymlink exactly, for fn render
+// and fn eval: every path is resolved (a missing one is kpt's "lstat ...: no
+// such file or directory"), and a path that is a symlink gets kpt's warning.
+func kptResolveSymlink(path string, warn io.Writer) (string, error) {
+	isSymlink := false
+	if st, err := os.Lstat(path); err == nil && st.Mode().Type() == os.ModeSymlink {
+		isSymlink = true
+	}
+	rp, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return "", err
+	}
+	if isSymlink {
+		fmt.Fprintf(warn, "[WARN] resolved symlink %q to %q, please note that the symlinks within the package are ignored\n", path, rp)
+	}
+	return rp, nil
+}

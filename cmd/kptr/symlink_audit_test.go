@@ -62,3 +62,14 @@ func TestSymlinkedPackagePath(t *testing.T) {
 		t.Errorf("generate: %v, stdout %q, stderr %q", err, gout.String(), gerr.String())
 	}
 }
+
+// As kpt resolves every package path before rendering, a missing one is the
+// resolution's error ("Error: lstat PATH: no such file or directory").
+func TestRenderOfAMissingPath(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nope")
+	code, _, errs := runIn(t, "kpt", "fn", "render", missing)
+	if code != 1 || errs != "Error: lstat "+missing+": no such file or directory \n" {
+		t.Errorf("exit %d, stderr %q", code, errs)
+	}
+	runIn(t, "kptr", "version") // reset kptMode
+}
