@@ -21,6 +21,16 @@
 //     run (the pid namespace dies with its init); Run never hangs on a
 //     function that does not read stdin, floods or writes garbage.
 //
+// Prepare (the Preparer interface; the pipeline calls it for the next
+// function while the current one runs) sets a run's sandbox up ahead, up to
+// the point where the container init waits to exec the function; a later
+// Run with the same bundle and an invocation of the same shape (env,
+// network, mounts, user) only releases it. A prepared sandbox is used by at
+// most one run, never by a run of another shape; the guarantees above hold
+// unchanged (the timeout starts when the function is released). Unused ones
+// are bounded (two), destroyed by Close or the end of Prepare's context, and
+// die with the process (parent-death signal).
+//
 // Run is safe for concurrent use. Host runs functions without a sandbox
 // (kpt exec functions, --sandbox=none) with the same limits on time and
 // output. Programs that use this package must call HandleInit first thing in
