@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -332,7 +333,7 @@ func runCacheVerify(ctx context.Context, g *globals, args []string) error {
 }
 
 func runCacheImport(ctx context.Context, g *globals, args []string) error {
-	fs := g.flagSet("cache import", "[--repository REPO] SRC... (OCI layout directory, OCI layout tarball or docker-archive tarball)")
+	fs := g.flagSet("cache import", "[--repository REPO] SRC... (OCI layout directory, OCI layout tarball or docker-archive tarball; '-' reads a tarball from stdin)")
 	repo := fs.String("repository", "", "repository for layout entries named by a tag only (skopeo's oci:DIR:TAG), e.g. gcr.io/kpt-fn/set-labels")
 	if err := g.parse(fs, args); err != nil {
 		return err
@@ -350,8 +351,22 @@ func runCacheImport(ctx context.Context, g *globals, args []string) error {
 		if *repo != "" {
 			opts = append(opts, cache.ImportRepository(*repo))
 		}
-		refs, err := c.Import(ctx, src, opts...)
+		path := src
+		if src == "-" {
+			// The counterpart of `cache export --tar -o -` and `prewarm --export -`.
+			tmp, err := stdinToFile(g.stdin)
+			if err != nil {
+				return withCode(exitEnv, fmt.Errorf("import -: %w", err))
+			}
+			defer os.Remove(tmp)
+			path = tmp
+		}
+		refs, err := c.Import(ctx, path, opts...)
 		if err != nil {
+			if path != src {
+				// name stdin as the user did, not the temporary copy
+				return withCode(exitCodeOf(err), errors.New(strings.ReplaceAll(err.Error(), path, src)))
+			}
 			return err
 		}
 		for _, r := range refs {
@@ -420,3 +435,24 @@ func humanBytes(n int64) string {
 }
 
 var _ = errors.New
+
+// stdinToFile copies a tarball from stdin into a temporary file for import.
+func stdinToFile(r io.Reader) (string, error) {
+	if r == nil {
+		return "", errors.New("no standard input")
+	}
+	f, err := os.CreateTemp("", "kptr-import-*.tar")
+	if err != nil {
+		return "", err
+	}
+	if _, err := io.Copy(f, r); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return "", err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
+}
