@@ -138,6 +138,17 @@ func (g *globals) checkSettings(fs *pflag.FlagSet) error {
 			return usageError("%s: %v", from("mirror", "KPTR_MIRRORS"), err)
 		}
 	}
+	for _, h := range g.insecure {
+		// Matched against the registry host of each pull: a scheme, path or
+		// credentials would never match (and must not be echoed).
+		if strings.ContainsAny(h, "/@") {
+			shown := fmt.Sprintf("%q", h)
+			if strings.Contains(h, "@") {
+				shown = "(value with credentials, not shown)"
+			}
+			return usageError("%s: want a registry HOST[:PORT] (e.g. registry.local:5000), got %s", from("insecure-registry", "KPTR_INSECURE_REGISTRIES"), shown)
+		}
+	}
 	switch g.sandbox {
 	case "auto", "none", "":
 	default:

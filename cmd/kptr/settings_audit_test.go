@@ -52,6 +52,8 @@ func TestBadGlobalSettingsAreUsageErrorsBeforeAnyFunction(t *testing.T) {
 		{"offline variable", nil, map[string]string{"KPTR_OFFLINE": "yes"}, "KPTR_OFFLINE (--offline): want true or false"},
 		{"zero function timeout", []string{"--fn-timeout", "0"}, nil, "--fn-timeout: want a positive duration, got 0s"},
 		{"negative timeout variable", nil, map[string]string{"KPTR_FN_TIMEOUT": "-1m"}, "KPTR_FN_TIMEOUT (--fn-timeout): want a positive duration, got -1m0s"},
+		{"insecure registry with a scheme", []string{"--insecure-registry", "http://registry.local:5000"}, nil, "--insecure-registry: want a registry HOST[:PORT]"},
+		{"insecure registry variable with credentials", nil, map[string]string{"KPTR_INSECURE_REGISTRIES": "bob:hunter2@registry.local"}, "KPTR_INSECURE_REGISTRIES (--insecure-registry): want a registry HOST[:PORT]"},
 		{"output cap variable", nil, map[string]string{"KPTR_FN_MAX_OUTPUT": "10MiB"}, "KPTR_FN_MAX_OUTPUT: want a number of bytes"},
 		{"mirror with credentials", []string{"--mirror", "127.0.0.1:1=bob:hunter2@127.0.0.1:2"}, nil, "credentials do not belong in a mirror"},
 		{"mirror variable with a scheme", nil, map[string]string{"KPTR_MIRRORS": "127.0.0.1:1=https://bob:hunter2@127.0.0.1:2"}, "KPTR_MIRRORS (--mirror): bad mirror"},
