@@ -226,12 +226,12 @@ func envOr(v, def string) string {
 }
 
 func envBool(v string) bool {
-	b, _ := strconv.ParseBool(v)
+	b, _ := strconv.ParseBool(strings.TrimSpace(v))
 	return b
 }
 
 func envDuration(v string, def time.Duration) time.Duration {
-	if d, err := time.ParseDuration(v); err == nil {
+	if d, err := time.ParseDuration(strings.TrimSpace(v)); err == nil {
 		return d
 	}
 	return def

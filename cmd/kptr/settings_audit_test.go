@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // runIn runs the kptr (or kpt) binary's main logic with argv and the process
@@ -139,5 +140,17 @@ func TestEmptyCacheDirIsRefused(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Errorf("the current directory got %d entries", len(ents))
+	}
+}
+
+// A variable is read as checkSettings checks it: surrounding blanks (a YAML
+// value "45s " in a pod spec) are neither refused nor silently dropped.
+func TestVariablesWithBlanks(t *testing.T) {
+	var p policy
+	g := newGlobals(nil, &bytes.Buffer{}, &bytes.Buffer{}, envMap(map[string]string{"KPTR_FN_TIMEOUT": " 45s ", "KPTR_ALLOW_EXEC": "true ", "KPTR_CACHE_DIR": t.TempDir()}))
+	fs := g.flagSet("generate", "")
+	policyFlags(fs, g.getenv, &p)
+	if err := g.parse(fs, nil); err != nil || g.fnTimeout != 45*time.Second || !p.AllowExec {
+		t.Errorf("err %v, fn timeout %v, allow exec %v", err, g.fnTimeout, p.AllowExec)
 	}
 }
