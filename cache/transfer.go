@@ -431,7 +431,7 @@ func (c *Cache) importDockerArchive(ctx context.Context, dir string) ([]string, 
 			return nil, nil, err
 		}
 		if len(e.RepoTags) == 0 {
-			return nil, nil, fmt.Errorf("image %s in the archive has no RepoTags", e.Config)
+			return nil, nil, fmt.Errorf("image %s in the archive has no RepoTags: save it by name (docker save REPO:TAG, skopeo copy ... docker-archive:FILE:REPO:TAG)", e.Config)
 		}
 		for _, t := range e.RepoTags {
 			r, err := name.ParseReference(t)

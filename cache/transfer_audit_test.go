@@ -32,3 +32,19 @@ func TestImportOfANonTarballSaysWhatItWants(t *testing.T) {
 		t.Errorf("temporaries left: %v", ents)
 	}
 }
+
+// A docker archive saved without a name says how to save it with one.
+func TestImportOfAnUntaggedDockerArchive(t *testing.T) {
+	dir := t.TempDir()
+	writeFile := func(name, data string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile("manifest.json", `[{"Config":"abc.json","RepoTags":null,"Layers":[]}]`)
+	writeFile("abc.json", `{}`)
+	_, err := openTest(t, "").Import(ctx, dir)
+	if err == nil || !strings.Contains(err.Error(), "has no RepoTags: save it by name (docker save REPO:TAG") {
+		t.Fatalf("untagged archive: %v", err)
+	}
+}
