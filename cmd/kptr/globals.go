@@ -47,7 +47,9 @@ func (g *globals) flagSet(name, usage string) *pflag.FlagSet {
 	fs.SetOutput(g.stderr)
 	fs.SortFlags = false
 	fs.Usage = func() {
-		fmt.Fprintf(g.stderr, "Usage: kptr %s %s\n\nFlags:\n%s", name, usage, fs.FlagUsages())
+		// Only --help calls this (parse errors are reported by main): to
+		// stdout, as kpt's cobra does, so that `--help | less` works.
+		fmt.Fprintf(g.stdout, "Usage: kptr %s %s\n\nFlags:\n%s", name, usage, fs.FlagUsages())
 	}
 	env := g.getenv
 	fs.StringVar(&g.cacheDir, "cache-dir", defaultCacheDir(env), "image cache directory (KPTR_CACHE_DIR)")

@@ -100,10 +100,12 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	c, rest := lookup(args)
 	if c == nil {
-		printUsage(stderr)
 		if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+			// Help that was asked for goes to stdout (kptr --help | less).
+			printUsage(stdout)
 			return exitOK
 		}
+		printUsage(stderr)
 		fmt.Fprintf(stderr, "kptr: unknown command %q\n", strings.Join(args, " "))
 		return exitUsage
 	}

@@ -10,13 +10,21 @@ func TestVersionFlagAndHelpCommand(t *testing.T) {
 	if code, out, errs := runIn(t, "kptr", "--version"); code != 0 || !strings.HasPrefix(out, "kptr ") {
 		t.Errorf("--version: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
-	code, _, errs := runIn(t, "kptr", "help", "fn", "render")
-	if code != 0 || !strings.HasPrefix(errs, "Usage: kptr fn render ") || !strings.Contains(errs, "--allow-exec") {
-		t.Errorf("help fn render: exit %d, stderr %q", code, errs)
+	// Help that was asked for goes to stdout (`kptr fn render --help | less`).
+	code, out, errs := runIn(t, "kptr", "help", "fn", "render")
+	if code != 0 || errs != "" || !strings.HasPrefix(out, "Usage: kptr fn render ") || !strings.Contains(out, "--allow-exec") {
+		t.Errorf("help fn render: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
-	if code, _, errs := runIn(t, "kptr", "help", "frobnicate"); code != 0 || !strings.Contains(errs, "Commands:") {
-		t.Errorf("help of an unknown command: exit %d, stderr %q", code, errs)
+	if code, out, errs := runIn(t, "kptr", "fn", "eval", "--help"); code != 0 || errs != "" || !strings.HasPrefix(out, "Usage: kptr fn eval ") {
+		t.Errorf("fn eval --help: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
+	if code, out, _ := runIn(t, "kptr", "help", "frobnicate"); code != 0 || !strings.Contains(out, "Commands:") {
+		t.Errorf("help of an unknown command: exit %d, stdout %q", code, out)
+	}
+	if code, out, errs := runIn(t, "kpt", "fn", "render", "--help"); code != 0 || errs != "" || !strings.HasPrefix(out, "Usage: kptr fn render ") {
+		t.Errorf("kpt fn render --help: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	runIn(t, "kptr", "version") // reset kptMode
 	if code, _, errs := runIn(t, "kptr", "frobnicate"); code != exitUsage || !strings.HasSuffix(errs, "kptr: unknown command \"frobnicate\"\n") {
 		t.Errorf("unknown command: exit %d, stderr %q", code, errs)
 	}
@@ -53,8 +61,8 @@ func TestKptFnWithoutSubcommand(t *testing.T) {
 // cache export's help says what -o does with an existing layout: the images
 // join it (it said "a new directory").
 func TestCacheExportHelpMatchesBehaviour(t *testing.T) {
-	code, _, errs := runIn(t, "kptr", "cache", "export", "--help")
-	if code != 0 || !strings.Contains(errs, "an existing OCI layout the images are added to") || strings.Contains(errs, "a new directory") {
-		t.Errorf("exit %d, help %q", code, errs)
+	code, out, _ := runIn(t, "kptr", "cache", "export", "--help")
+	if code != 0 || !strings.Contains(out, "an existing OCI layout the images are added to") || strings.Contains(out, "a new directory") {
+		t.Errorf("exit %d, help %q", code, out)
 	}
 }
