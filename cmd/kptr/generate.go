@@ -306,6 +306,12 @@ func renderForGenerate(ctx context.Context, g *globals, p *policy, dir string) (
 		if errors.As(err, &refused) {
 			code = refused.ExitCode()
 		}
+		// kpt's refusal names a flag the Application's owner cannot pass;
+		// in generate the operator's policy decides.
+		if kptExec := "must run with `--allow-exec` option to allow running function binaries"; !p.AllowExec && strings.Contains(msg, kptExec) {
+			msg = strings.Replace(msg, kptExec, "exec functions are not allowed by the operator's policy (KPTR_ALLOW_EXEC / --allow-exec)", 1)
+			code = exitUsage
+		}
 		if cause := causes.get(); cause != nil && failedExitCode(resultsDir) == 125 {
 			// The function could not run: the exit code is the cause's
 			// (2 policy refusal or bad reference, 3 registry, cache or sandbox).

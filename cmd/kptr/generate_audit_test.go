@@ -55,3 +55,19 @@ func TestGenerateNegativeTimeoutIsRefused(t *testing.T) {
 		t.Errorf("exit %d, stdout %q, stderr %q", exitCodeOf(err), out.String(), errb.String())
 	}
 }
+
+// A Kptfile exec function under the default policy is the operator's refusal
+// (exit 2, naming KPTR_ALLOW_EXEC), not kpt's advice to pass --allow-exec,
+// which the Application's owner cannot do.
+func TestGenerateExecRefusalNamesThePolicy(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{
+		"Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators:\n  - exec: cat\n",
+		"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n",
+	})
+	var out, errb bytes.Buffer
+	err := runGenerate(t.Context(), newGlobals(nil, &out, &errb, envMap(map[string]string{"KPTR_CACHE_DIR": t.TempDir()})), []string{dir})
+	if exitCodeOf(err) != exitUsage || out.Len() != 0 || errb.String() != "kptr generate: render .: cat: exec functions are not allowed by the operator's policy (KPTR_ALLOW_EXEC / --allow-exec)\n" {
+		t.Errorf("exit %d, stdout %q, stderr %q", exitCodeOf(err), out.String(), errb.String())
+	}
+}
