@@ -50,20 +50,41 @@ func TestForkOnStableThread(t *testing.T) {
 	}
 }
 
-// TestMain re-executed this binary from a sealed memfd (ReexecSealed), as
-// kptr does at start-up: libcontainer then skips its per-run copy of the
-// binary. The marker variable is gone and the arguments are kept.
+// TestMain ran ReexecSealed, as kptr does at start-up: either libcontainer
+// can seal the binary through a read-only overlayfs (root), or this binary
+// was re-executed from a sealed memfd (the marker variable is gone and the
+// arguments are kept); either way a sandbox start never copies the binary.
 func TestSealedReexec(t *testing.T) {
 	if os.Getenv("KPTR_NO_REEXEC") != "" {
 		t.Skip("KPTR_NO_REEXEC set")
 	}
-	if !exeseal.IsSelfExeCloned() {
-		t.Fatal("/proc/self/exe is not a sealed copy after ReexecSealed")
+	switch SealMode() {
+	case SealReexec:
+		if !exeseal.IsSelfExeCloned() {
+			t.Fatal("/proc/self/exe is not a sealed copy after ReexecSealed")
+		}
+	case SealOverlay:
+		if exeseal.IsSelfExeCloned() {
+			t.Fatal("overlay mode, yet re-executed")
+		}
+		f, err := exeseal.CloneSelfExe(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if exeseal.IsCloned(f) {
+			t.Fatal("libcontainer's clone is a memfd copy, not the overlay")
+		}
+	default:
+		t.Fatalf("ReexecSealed left libcontainer copying the binary on every start (mode %q)", SealMode())
 	}
 	if os.Getenv(reexecEnv) != "" {
 		t.Errorf("%s leaked into the environment", reexecEnv)
 	}
 	if len(os.Args) < 2 || !strings.HasPrefix(os.Args[1], "-test.") {
 		t.Errorf("arguments not kept: %q", os.Args)
+	}
+	if os.Geteuid() != 0 && SealMode() != SealReexec {
+		t.Errorf("unprivileged: want the sealed re-exec, got %q", SealMode())
 	}
 }

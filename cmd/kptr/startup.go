@@ -12,9 +12,11 @@ import (
 
 // startup runs before anything else in main. Started as a container init
 // ("kptr init") or a sandbox probe child, kptr does that job and exits here.
-// Otherwise, for commands that may run functions, kptr re-executes itself
-// once from a sealed in-memory copy, so libcontainer does not copy the whole
-// binary on every function start (see runtime.ReexecSealed).
+// Otherwise, for commands that may run functions, kptr makes sure
+// libcontainer never copies the whole binary on a function start (see
+// runtime.ReexecSealed): as root it seals it through a read-only overlayfs
+// instead; unprivileged, kptr re-executes itself once from a sealed
+// in-memory copy.
 func startup() {
 	runtime.HandleInit()
 	if mayRunFunctions(os.Args) {
