@@ -49,6 +49,7 @@ func TestFunctionDiesWithKptr(t *testing.T) {
 	for {
 		left := processesWith(marker)
 		if len(left) == 0 {
+			removeStateOf(t, cmd.Process.Pid)
 			return
 		}
 		if time.Now().After(deadline) {

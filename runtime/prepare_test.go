@@ -276,4 +276,14 @@ func TestPreparedDiesWithKptr(t *testing.T) {
 	}
 	must(t, cmd.Process.Signal(syscall.SIGKILL))
 	gone(t, pid)
+	removeStateOf(t, cmd.Process.Pid)
+}
+
+// removeStateOf removes the run state a SIGKILLed kptr (pid) left behind
+// (kptr itself prunes it only after an hour).
+func removeStateOf(t *testing.T, pid int) {
+	left, _ := filepath.Glob(filepath.Join(sandbox(t).stateDir, fmt.Sprintf("kptr-%d-*", pid)))
+	for _, p := range left {
+		os.RemoveAll(p)
+	}
 }
