@@ -145,8 +145,7 @@ func benchWays(b *testing.B, rootfs string, argv []string, input []byte, check f
 	bd.Rootfs = rootfs
 	bd.Config.Entrypoint, bd.Config.Cmd = argv, nil
 	inv := func() Invocation { return Invocation{Stdin: bytes.NewReader(input)} }
-	b.Run("kptr", func(b *testing.B) {
-		s := sandbox(b)
+	cold := func(b *testing.B, s *Sandbox) {
 		b.ReportAllocs()
 		var ds durations
 		cpu0 := cpuNow()
@@ -165,9 +164,19 @@ func benchWays(b *testing.B, rootfs string, argv []string, input []byte, check f
 		rss, anon := initRSS(b, s, bd)
 		b.ReportMetric(float64(rss), "init-rss-KB")
 		b.ReportMetric(float64(anon), "init-anon-KB")
+	}
+	// kptr: the writable overlay view where the kernel allows it;
+	// kptr-readonly: the same with the overlay forced off (read-only image,
+	// tmpfs /tmp and $HOME), what the difference costs per run.
+	b.Run("kptr", func(b *testing.B) { cold(b, sandbox(b)) })
+	b.Run("kptr-readonly", func(b *testing.B) {
+		s, err := New(WithStateDir(filepath.Join(testTmp, "state-bench-ro")), WithOverlay(false))
+		must(b, err)
+		defer s.Close()
+		cold(b, s)
 	})
-	prepBench := func(b *testing.B, ahead bool) {
-		s, err := New(WithStateDir(filepath.Join(testTmp, "state-bench")))
+	prepBench := func(b *testing.B, ahead bool, opts ...Option) {
+		s, err := New(append([]Option{WithStateDir(filepath.Join(testTmp, "state-bench"))}, opts...)...)
 		must(b, err)
 		defer s.Close()
 		ctx := context.Background()
@@ -208,6 +217,7 @@ func benchWays(b *testing.B, rootfs string, argv []string, input []byte, check f
 	}
 	b.Run("kptr-pipelined", func(b *testing.B) { prepBench(b, true) })
 	b.Run("kptr-prepared", func(b *testing.B) { prepBench(b, false) })
+	b.Run("kptr-prepared-readonly", func(b *testing.B) { prepBench(b, false, WithOverlay(false)) })
 }
 
 // waitPrepared waits until every prepared sandbox of s is set up.

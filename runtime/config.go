@@ -39,6 +39,10 @@ type Features struct {
 	Cgroups bool
 	// Seccomp: this binary was built with the seccomp tag (libseccomp).
 	Seccomp bool
+	// Overlay: overlayfs (userxattr) can be mounted in a user namespace
+	// with its upper and work directories in the run-state directory, so a
+	// run sees a writable, throw-away view of the image (see runSpec.RW).
+	Overlay bool
 	// HardLimits are the current hard rlimits; a sandbox can only lower them.
 	HardLimits map[int]uint64
 }
@@ -91,9 +95,18 @@ type runSpec struct {
 	// so it gets its own tmpfs.
 	HomeMount  bool
 	ResolvConf bool // the image has /etc/resolv.conf (bound from the host when networked)
-	Inv        Invocation
-	Limits     Limits
-	Feat       Features
+	// RW, when set, is the run's private directory holding an overlay's
+	// upper (RW/u) and work (RW/w) directories: the whole image is the
+	// overlay's read-only lower layer, mounted first on /tmp (hidden later
+	// by the /tmp tmpfs), and each top-level directory of the image (not a
+	// symlink, not /proc, /dev, /sys, /tmp) is bound from it, writable. So
+	// the function may write anywhere below them its uid may, and nothing
+	// of it reaches the cache or another run. One overlay rather than one
+	// per directory: tearing an overlay down costs an RCU grace period.
+	RW     string
+	Inv    Invocation
+	Limits Limits
+	Feat   Features
 }
 
 // skippedTop are image top-level entries the sandbox provides itself.
@@ -165,8 +178,30 @@ func buildConfig(s runSpec) (*configs.Config, error) {
 	if s.Direct {
 		c.Rootfs = s.Image
 	}
+	if s.RW != "" {
+		// libcontainer's root must be a directory it binds, never an
+		// overlay; so the overlay goes on /tmp (a mount point every root
+		// has) and its directories are bound where they belong. The kernel
+		// and libcontainer resolve these paths in the run's mount namespace
+		// before pivot_root, where <root>/tmp is the overlay by then.
+		c.Mounts = append(c.Mounts, &configs.Mount{
+			Source: "overlay", Destination: "/tmp", Device: "overlay",
+			Flags: unix.MS_NOSUID | unix.MS_NODEV,
+			Data:  overlayData(s.Image, s.RW),
+		})
+	}
 	for _, e := range s.Entries {
-		if s.Direct || skippedTop[e.Name] || e.Kind == entrySymlink {
+		if skippedTop[e.Name] || e.Kind == entrySymlink {
+			continue
+		}
+		if s.RW != "" && e.Kind == entryDir {
+			c.Mounts = append(c.Mounts, &configs.Mount{
+				Source: filepath.Join(c.Rootfs, "tmp", e.Name), Destination: "/" + e.Name,
+				Device: "bind", Flags: unix.MS_BIND | unix.MS_REC | unix.MS_NOSUID | unix.MS_NODEV,
+			})
+			continue
+		}
+		if s.Direct {
 			continue
 		}
 		c.Mounts = append(c.Mounts, &configs.Mount{
@@ -245,6 +280,22 @@ func buildConfig(s runSpec) (*configs.Config, error) {
 	}
 	return c, nil
 }
+
+// overlayOptions are the options of every overlay kptr mounts (the probe
+// mounts with the same): userxattr because the mount is made inside a user
+// namespace (trusted.* xattrs need host CAP_SYS_ADMIN); redirect_dir and
+// metacopy are off by default and must stay off with userxattr.
+const overlayOptions = "userxattr,volatile"
+
+// overlayData is the mount data of one overlay: lower is the cached
+// directory, rw holds u (upper) and w (work).
+func overlayData(lower, rw string) string {
+	return "lowerdir=" + lower + ",upperdir=" + rw + "/u,workdir=" + rw + "/w," + overlayOptions
+}
+
+// overlaySafePath: a path can be spelled in overlay mount data (which
+// splits on ',' and ':' and unescapes '\\').
+func overlaySafePath(p string) bool { return !strings.ContainsAny(p, ",:\\=") }
 
 // lowered returns an rlimit of want, never above the current hard limit:
 // without CAP_SYS_RESOURCE a limit can only go down.

@@ -11,8 +11,13 @@
 //     dedicated unprivileged uid range when kptr is root), no_new_privs,
 //     empty capability sets, seccomp when built with the seccomp tag.
 //   - It sees the bundle's rootfs and nothing else of the host; that rootfs
-//     is never written (read-only binds; mount points are never created in
-//     it). /tmp and $HOME are fresh tmpfs mounts, private to the run.
+//     is never written (read-only binds or an overlay's lower layer; mount
+//     points are never created in it). /tmp and $HOME are fresh tmpfs
+//     mounts, private to the run. Where the kernel allows overlayfs in a
+//     user namespace (probed once per process and state directory; see
+//     WithOverlay), the image's top-level directories are a writable
+//     overlay whose upper layer lives in the run's state directory and is
+//     removed with the run; otherwise the image is read-only.
 //   - Own pid, ipc, uts, network (loopback only unless Invocation.Network)
 //     and, where available, cgroup namespaces; runc's masked and read-only
 //     /proc paths; /dev with null, zero, random and urandom only.

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -58,7 +59,18 @@ func Probe() ([]ProbeResult, Features) {
 	// One child in every namespace the sandbox uses normally answers
 	// everything; only when it cannot be created do we look for the culprit.
 	all := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS)
-	steps, err := probeClone(all, "mount", "proc", "procbind", "overlay")
+	// The overlay step mounts in the run-state directory, where runs keep
+	// their upper layers, with the options runs use.
+	stateErr := ensurePrivateDir(defaultStateDir())
+	ovStep := "overlay=" + overlayProbeDir(defaultStateDir())
+	steps, err := probeClone(all, ovStep, "mount", "proc", "procbind") // overlay first: "mount" covers /tmp
+	removeTree(overlayProbeDir(defaultStateDir()))
+	if err == nil && stateErr != nil {
+		steps[ovStep] = fmt.Errorf("state dir: %w", stateErr)
+	}
+	if err == nil {
+		overlayVerified.Store(defaultStateDir(), steps[ovStep])
+	}
 	if err != nil {
 		if _, uerr := probeClone(unix.CLONE_NEWUSER); uerr != nil {
 			add(usernsFailure(uerr))
@@ -110,10 +122,12 @@ func Probe() ([]ProbeResult, Features) {
 	} else {
 		add(ProbeResult{Name: "cgroupns", Status: StatusDegraded, Detail: "kernel without cgroup namespaces: functions see the host's cgroup paths", Fix: "a kernel ≥ 4.6"})
 	}
-	if e := steps["overlay"]; e == nil {
-		add(ProbeResult{Name: "overlay", Status: StatusOK, Detail: "overlayfs mountable in a user namespace (kptr's view is a read-only root with tmpfs /tmp and $HOME)"})
+	if e := steps[ovStep]; e == nil {
+		f.Overlay = true
+		add(ProbeResult{Name: "overlay", Status: StatusOK, Detail: "overlayfs (userxattr) mountable in a user namespace: runs see a writable throw-away overlay of the image (upper layers in the run-state directory, removed after each run), tmpfs /tmp and $HOME"})
 	} else {
-		add(ProbeResult{Name: "overlay", Status: StatusDegraded, Detail: "overlayfs refused (" + e.Error() + "); read-only root with tmpfs /tmp and $HOME (what kptr uses anyway)", Fix: "a kernel ≥ 5.11 (unprivileged overlayfs)"})
+		add(ProbeResult{Name: "overlay", Status: StatusDegraded, Detail: "overlayfs refused (" + e.Error() + "); runs see a read-only image with tmpfs /tmp and $HOME (writes elsewhere fail with EROFS)",
+			Fix: "a kernel ≥ 5.11 (unprivileged overlayfs with userxattr) and a run-state directory ($XDG_RUNTIME_DIR or $TMPDIR) on a file system with user xattrs (ext4, xfs, tmpfs ≥ 6.6; not overlayfs)"})
 	}
 	f.Cgroups, out = probeCgroups(f, out)
 	dir := defaultStateDir()
@@ -296,34 +310,114 @@ func probeChild(steps []string) int {
 		return 0
 	}
 	tmp := "/tmp"
-	mounted := false
 	for _, s := range steps {
 		var err error
 		switch s {
 		case "mount":
 			err = unix.Mount("tmpfs", tmp, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=1m")
-			mounted = err == nil
 		case "proc":
 			err = unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
 		case "procbind":
 			err = unix.Mount("/proc", "/proc", "", unix.MS_BIND|unix.MS_REC, "")
-		case "overlay":
-			if !mounted {
-				err = errors.New("no tmpfs to try on")
+		default:
+			dir, ok := strings.CutPrefix(s, "overlay=")
+			if !ok {
+				err = errors.New("unknown probe")
 				break
 			}
-			for _, d := range []string{"l", "u", "w", "m"} {
-				if err = os.Mkdir(filepath.Join(tmp, d), 0o755); err != nil {
-					break
-				}
-			}
-			if err == nil {
-				err = unix.Mount("overlay", tmp+"/m", "overlay", 0, "lowerdir="+tmp+"/l,upperdir="+tmp+"/u,workdir="+tmp+"/w")
-			}
-		default:
-			err = errors.New("unknown probe")
+			err = overlayTry(dir)
 		}
 		report(s, err)
 	}
 	return 0
+}
+
+// overlayVerified caches, per run-state directory, whether an overlay with
+// its upper layer there works (nil) or why not: probed once per process.
+var overlayVerified sync.Map // dir → error
+
+func overlayProbeDir(stateDir string) string {
+	return filepath.Join(stateDir, fmt.Sprintf("kptr-%d-overlay-probe", os.Getpid()))
+}
+
+// overlayCheck says whether runs with their state in stateDir can use an
+// overlay, probing in a user and mount namespace once per directory.
+func overlayCheck(stateDir string) error {
+	if v, ok := overlayVerified.Load(stateDir); ok {
+		err, _ := v.(error)
+		return err
+	}
+	step := "overlay=" + overlayProbeDir(stateDir)
+	steps, err := probeClone(unix.CLONE_NEWUSER|unix.CLONE_NEWNS, step)
+	removeTree(overlayProbeDir(stateDir))
+	if err == nil {
+		err = steps[step]
+	}
+	v, _ := overlayVerified.LoadOrStore(stateDir, err)
+	err, _ = v.(error)
+	return err
+}
+
+// overlayTry (in the probe child) mounts an overlay the way runs do, with
+// its layers in dir, and checks that writing a new file, changing a lower
+// file (copy-up) and removing one (whiteout) work and leave the lower layer
+// alone.
+func overlayTry(dir string) error {
+	if !overlaySafePath(dir) {
+		return fmt.Errorf("state dir %s cannot be spelled in overlay options", dir)
+	}
+	for _, d := range []string{"", "l", "l/d", "rw", "rw/u", "rw/w", "m"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "l/f"), []byte("lower"), 0o644); err != nil {
+		return err
+	}
+	m := filepath.Join(dir, "m")
+	if err := unix.Mount("overlay", m, "overlay", unix.MS_NOSUID|unix.MS_NODEV, overlayData(filepath.Join(dir, "l"), filepath.Join(dir, "rw"))); err != nil {
+		return fmt.Errorf("mount: %w", err)
+	}
+	defer unix.Unmount(m, unix.MNT_DETACH)
+	if err := os.WriteFile(filepath.Join(m, "new"), []byte("x"), 0o644); err != nil {
+		return fmt.Errorf("write a new file: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(m, "f"), []byte("upper"), 0o644); err != nil {
+		return fmt.Errorf("copy-up: %w", err)
+	}
+	if err := os.Remove(filepath.Join(m, "d")); err != nil {
+		return fmt.Errorf("whiteout: %w", err)
+	}
+	if err := os.Mkdir(filepath.Join(m, "d"), 0o755); err != nil {
+		return fmt.Errorf("opaque directory: %w", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "l/f")); err != nil || string(b) != "lower" {
+		return errors.New("the lower layer changed")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "l/d")); err != nil {
+		return errors.New("the lower layer changed")
+	}
+	return nil
+}
+
+// removeTree removes dir like os.RemoveAll, first making every directory
+// below it searchable and writable by its owner (a function may leave a
+// mode-000 directory in its upper layer; unprivileged, kptr would otherwise
+// fail to remove it).
+func removeTree(dir string) {
+	if os.RemoveAll(dir) == nil {
+		return
+	}
+	var fix func(string)
+	fix = func(d string) {
+		_ = os.Chmod(d, 0o700)
+		des, _ := os.ReadDir(d)
+		for _, de := range des {
+			if de.IsDir() {
+				fix(filepath.Join(d, de.Name()))
+			}
+		}
+	}
+	fix(dir)
+	_ = os.RemoveAll(dir)
 }

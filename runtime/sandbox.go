@@ -41,6 +41,10 @@ type Sandbox struct {
 	feat      Features
 	probes    []ProbeResult
 	probed    bool
+	// overlay: runs get a writable overlay of the image (Features.Overlay,
+	// verified for stateDir, unless WithOverlay(false)).
+	overlay   bool
+	noOverlay bool
 
 	seq     atomic.Uint64
 	entries sync.Map // rootfs path → []entry (a cached rootfs never changes)
@@ -75,6 +79,11 @@ func WithFeatures(f Features) Option {
 	return func(s *Sandbox) { s.feat, s.probed = f, true }
 }
 
+// WithOverlay(false) keeps runs on the read-only view of the image (tmpfs
+// /tmp and $HOME only) even where an overlay would work. WithOverlay(true)
+// is the default: an overlay where the probe shows it works.
+func WithOverlay(on bool) Option { return func(s *Sandbox) { s.noOverlay = !on } }
+
 // New probes the environment and returns a Sandbox, or a *ProbeError naming
 // the prerequisite that is missing (kptr doctor explains how to fix it).
 func New(opts ...Option) (*Sandbox, error) {
@@ -106,6 +115,13 @@ func New(opts ...Option) (*Sandbox, error) {
 		return nil, fmt.Errorf("sandbox state dir: %w", err)
 	}
 	pruneStale(s.stateDir)
+	if s.feat.Overlay && !s.noOverlay && overlaySafePath(s.stateDir) {
+		if err := overlayCheck(s.stateDir); err != nil {
+			s.log.Debug("sandbox: no overlay, read-only view of the image", "state-dir", s.stateDir, "err", err)
+		} else {
+			s.overlay = true
+		}
+	}
 	return s, nil
 }
 
@@ -134,13 +150,17 @@ func pruneStale(dir string) {
 			continue
 		}
 		if err := unix.Kill(pid, 0); errors.Is(err, unix.ESRCH) {
-			os.RemoveAll(filepath.Join(dir, de.Name()))
+			removeTree(filepath.Join(dir, de.Name()))
 		}
 	}
 }
 
 // Features returns what the sandbox adapted to.
 func (s *Sandbox) Features() Features { return s.feat }
+
+// Overlay says whether runs see a writable overlay of the image (else the
+// image is read-only apart from tmpfs /tmp and $HOME).
+func (s *Sandbox) Overlay() bool { return s.overlay }
 
 // Probes returns the probe results New acted on (nil with WithFeatures).
 func (s *Sandbox) Probes() []ProbeResult { return s.probes }
@@ -243,6 +263,7 @@ type started struct {
 	sio  *stdio
 	proc process
 	root string // the run's private root directory to remove ("" for a direct root)
+	rw   string // the run's overlay upper and work directories to remove ("" without overlay)
 }
 
 // setup creates (but does not start) the sandbox of one run of b.
@@ -265,6 +286,9 @@ func (s *Sandbox) setup(b cache.Bundle, inv Invocation) (_ *started, err error) 
 		spec.ResolvConf = true
 	}
 	spec.Direct = s.directRoot(b.Rootfs, spec)
+	if s.overlayFor(b.Rootfs) {
+		spec.RW = filepath.Join(s.stateDir, id+".rw")
+	}
 	if !spec.Direct {
 		s.log.Debug("sandbox: binding the image's top-level entries one by one (slower): the rootfs lacks /proc, /dev or /tmp, a mount target, or (as root) is not reachable by others; a cache directory with o+x on its path avoids the latter", "image", b.Ref)
 	}
@@ -282,6 +306,12 @@ func (s *Sandbox) setup(b cache.Bundle, inv Invocation) (_ *started, err error) 
 		st.root = spec.Root
 		if err := makeRoot(spec.Root, entries); err != nil {
 			return nil, fmt.Errorf("prepare root: %w", err)
+		}
+	}
+	if spec.RW != "" {
+		st.rw = spec.RW
+		if err := makeUppers(spec.RW, b.Rootfs, entries, s.feat); err != nil {
+			return nil, fmt.Errorf("prepare overlay: %w", err)
 		}
 	}
 	if st.c, err = libcontainer.Create(s.stateDir, id, cfg); err != nil {
@@ -336,6 +366,68 @@ func (st *started) destroy(log *slog.Logger) {
 	if st.root != "" {
 		os.RemoveAll(st.root)
 	}
+	if st.rw != "" {
+		removeTree(st.rw)
+	}
+}
+
+// overlayFor says whether runs of rootfs get an overlay: the kernel reads
+// the lower layer's path as the run's container root, so it must be
+// spellable in mount options and, as root (container root is an
+// unprivileged host uid then), reachable by others.
+func (s *Sandbox) overlayFor(rootfs string) bool {
+	if !s.overlay || !overlaySafePath(rootfs) {
+		return false
+	}
+	return !s.feat.Root || worldTraversable(rootfs)
+}
+
+// makeUppers creates a run's overlay directory: <rw>/u (the upper layer)
+// with, for each top-level directory of the image, <rw>/u/<dir> (its mode,
+// owned by container root: the view's top-level directories belong to
+// the run's root, who may add files there) and <rw>/w (overlayfs's work
+// directory). When kptr is root the run's container root is host uid
+// rootHostIDBase, which must own them.
+func makeUppers(rw, image string, entries []entry, f Features) error {
+	u, w := filepath.Join(rw, "u"), filepath.Join(rw, "w")
+	chown := func(p string) error {
+		if f.Root {
+			return os.Lchown(p, rootHostIDBase, rootHostIDBase)
+		}
+		return nil
+	}
+	// rw is traversable (the run's container root is another host uid when
+	// kptr is root); u and w are private to the run's container root.
+	for _, d := range []string{rw, u, w} {
+		if err := os.Mkdir(d, map[bool]os.FileMode{true: 0o711, false: 0o700}[d == rw]); err != nil {
+			return err
+		}
+		if d != rw {
+			if err := chown(d); err != nil {
+				return err
+			}
+		}
+	}
+	for _, e := range entries {
+		if e.Kind != entryDir || skippedTop[e.Name] {
+			continue
+		}
+		fi, err := os.Stat(filepath.Join(image, e.Name))
+		if err != nil {
+			return err
+		}
+		d := filepath.Join(u, e.Name)
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return err
+		}
+		if err := chown(d); err != nil {
+			return err
+		}
+		if err := os.Chmod(d, fi.Mode()&(os.ModePerm|os.ModeSticky|os.ModeSetgid)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // isExecFailure recognises the single line libcontainer's init writes when

@@ -20,7 +20,13 @@ func (g *globals) newRunner() (runtime.Runner, error) {
 	default:
 		return nil, usageError("--sandbox: want auto or none, got %q", g.sandbox)
 	}
-	sb, err := runtime.New(runtime.WithTimeout(g.fnTimeout), runtime.WithLogger(g.logger()))
+	opts := []runtime.Option{runtime.WithTimeout(g.fnTimeout), runtime.WithLogger(g.logger())}
+	if g.getenv("KPTR_OVERLAY") == "0" {
+		// The read-only view of the image even where an overlay works
+		// (upper layers then never take space in the run-state directory).
+		opts = append(opts, runtime.WithOverlay(false))
+	}
+	sb, err := runtime.New(opts...)
 	if err != nil {
 		var pe *runtime.ProbeError
 		if errors.As(err, &pe) {
