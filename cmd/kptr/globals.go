@@ -49,7 +49,11 @@ func (g *globals) flagSet(name, usage string) *pflag.FlagSet {
 	fs.Usage = func() {
 		// Only --help calls this (parse errors are reported by main): to
 		// stdout, as kpt's cobra does, so that `--help | less` works.
-		fmt.Fprintf(g.stdout, "Usage: kptr %s %s\n\nFlags:\n%s", name, usage, fs.FlagUsages())
+		fmt.Fprintf(g.stdout, "Usage: kptr %s %s\n", name, usage)
+		if own := flagUsages(fs, false); own != "" {
+			fmt.Fprintf(g.stdout, "\nFlags:\n%s", own)
+		}
+		fmt.Fprintf(g.stdout, "\nGlobal flags:\n%s", flagUsages(fs, true))
 	}
 	env := g.getenv
 	fs.StringVar(&g.cacheDir, "cache-dir", defaultCacheDir(env), "image cache directory (KPTR_CACHE_DIR)")
@@ -62,7 +66,24 @@ func (g *globals) flagSet(name, usage string) *pflag.FlagSet {
 	fs.StringVar(&g.sandbox, "sandbox", envOr(env("KPTR_SANDBOX"), "auto"), "auto (refuse to run without a working sandbox) or none (run functions unsandboxed) (KPTR_SANDBOX)")
 	fs.StringVar(&g.logLevel, "log-level", envOr(env("KPTR_LOG_LEVEL"), "info"), "debug, info, warn or error (KPTR_LOG_LEVEL)")
 	fs.StringVar(&g.progress, "progress", envOr(env("KPTR_PROGRESS"), "auto"), "auto (bars on a terminal), plain (log lines) or none (KPTR_PROGRESS)")
+	fs.VisitAll(func(f *pflag.Flag) { fs.SetAnnotation(f.Name, globalFlag, nil) })
 	return fs
+}
+
+// globalFlag marks the flags every command shares, so --help can list a
+// command's own flags first.
+const globalFlag = "kptr-global"
+
+// flagUsages renders either the global flags or the command's own ones.
+func flagUsages(fs *pflag.FlagSet, global bool) string {
+	sub := pflag.NewFlagSet("", pflag.ContinueOnError)
+	sub.SortFlags = false
+	fs.VisitAll(func(f *pflag.Flag) {
+		if _, ok := f.Annotations[globalFlag]; ok == global {
+			sub.AddFlag(f)
+		}
+	})
+	return sub.FlagUsages()
 }
 
 // parse parses args, turning --help into errHelp and bad flags into usage errors.
