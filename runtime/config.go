@@ -195,9 +195,11 @@ func buildConfig(s runSpec) (*configs.Config, error) {
 			continue
 		}
 		if s.RW != "" && e.Kind == entryDir {
+			// A plain bind: it inherits nosuid and nodev from the overlay,
+			// and libcontainer then skips a remount per directory.
 			c.Mounts = append(c.Mounts, &configs.Mount{
 				Source: filepath.Join(c.Rootfs, "tmp", e.Name), Destination: "/" + e.Name,
-				Device: "bind", Flags: unix.MS_BIND | unix.MS_REC | unix.MS_NOSUID | unix.MS_NODEV,
+				Device: "bind", Flags: unix.MS_BIND | unix.MS_REC,
 			})
 			continue
 		}

@@ -117,6 +117,22 @@ echo x > /tmp/x && echo tmp-ok`
 			if l := rwDirs(t, dir); len(l) != 0 {
 				t.Errorf("per-run overlay directories left: %v", l)
 			}
+			// The view's directories are nosuid and nodev like the image's
+			// read-only binds (inherited from the overlay mount).
+			res, err = s.Run(context.Background(), shBundle(root, `cat /proc/self/mountinfo`), Invocation{AsCurrentUser: true})
+			must(t, err)
+			seen := 0
+			for _, l := range strings.Split(string(res.Stdout), "\n") {
+				if f := strings.Fields(l); len(f) > 5 && (f[4] == "/etc" || f[4] == "/usr") {
+					seen++
+					if !strings.Contains(f[5], "nosuid") || !strings.Contains(f[5], "nodev") || strings.HasPrefix(f[5], "ro") {
+						t.Errorf("view mount %s: options %s, want rw,nosuid,nodev", f[4], f[5])
+					}
+				}
+			}
+			if seen != 2 {
+				t.Errorf("want /etc and /usr mounts in\n%s", res.Stdout)
+			}
 			// A later run sees the image as it is, none of the writes.
 			res, err = s.Run(context.Background(), shBundle(root, `cat /etc/kptr-new /usr/local/kptr/f 2>&1; cat /etc/hostname`), Invocation{AsCurrentUser: true})
 			if err != nil || !strings.Contains(string(res.Stdout), "No such file") || !strings.HasSuffix(string(res.Stdout), "image\n") {
