@@ -44,7 +44,9 @@ func (e *ProbeError) Error() string {
 // Probe checks, in the current process's environment, every prerequisite of
 // the sandbox and returns one result per prerequisite together with the
 // Features buildConfig adapts to. It starts short-lived child processes in new
-// namespaces; it changes nothing outside them.
+// namespaces; outside them it only creates the run-state directory (if
+// missing) and, for the overlay probe, a scratch directory in it that it
+// removes again.
 func Probe() ([]ProbeResult, Features) {
 	f := Features{
 		Root:       canMapRange(),
