@@ -263,3 +263,26 @@ func TestOverlayConfig(t *testing.T) {
 		}
 	}
 }
+
+// A killed kptr's leftover upper layer (with a mode-000 directory a
+// function made) is removed by a later kptr's stale-state pruning.
+func TestOverlayLeftoversPruned(t *testing.T) {
+	dir := filepath.Join(testTmp, "state-prune")
+	must(t, os.MkdirAll(dir, 0o711))
+	cmd := exec.Command("true")
+	must(t, cmd.Run())
+	dead := cmd.Process.Pid // exited and reaped: no such process now
+	left := filepath.Join(dir, fmt.Sprintf("kptr-%d-1.rw", dead))
+	must(t, os.MkdirAll(filepath.Join(left, "u/etc/a/b"), 0o755))
+	must(t, os.WriteFile(filepath.Join(left, "u/etc/a/b/c"), []byte("x"), 0o644))
+	must(t, os.Chmod(filepath.Join(left, "u/etc/a/b"), 0))
+	must(t, os.Chmod(filepath.Join(left, "u/etc/a"), 0))
+	old := time.Now().Add(-2 * time.Hour)
+	must(t, os.Chtimes(left, old, old))
+	if _, err := New(WithStateDir(dir)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(left); !os.IsNotExist(err) {
+		t.Fatalf("leftover upper layer not pruned: %v", err)
+	}
+}

@@ -42,6 +42,25 @@ func TestNewRunnerModes(t *testing.T) {
 	if _, err := g.newRunner(); exitCodeOf(err) != exitUsage {
 		t.Fatalf("--sandbox=bogus: %v", err)
 	}
+	// KPTR_OVERLAY=0 keeps runs on the read-only view; unset, they get the
+	// overlay exactly where the probe says it works.
+	_, feat := runtime.Probe()
+	for _, env := range []string{"", "0"} {
+		g := newGlobals(nil, &bytes.Buffer{}, &bytes.Buffer{}, func(k string) string {
+			if k == "KPTR_OVERLAY" {
+				return env
+			}
+			return ""
+		})
+		g.sandbox = "auto"
+		r, err := g.newRunner()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := r.(*runtime.Sandbox).Overlay(), feat.Overlay && env == ""; got != want {
+			t.Errorf("KPTR_OVERLAY=%q: overlay %v, want %v", env, got, want)
+		}
+	}
 }
 
 // Without user namespaces kptr refuses to run images: exit 3, naming the
