@@ -85,13 +85,36 @@ func TestHostDaemonDoesNotHang(t *testing.T) {
 	}
 }
 
+// A kptr that reuses the pid of one that was SIGKILLed (Argo CD's deadline)
+// runs normally next to the state the dead one left behind, whatever run
+// numbers it had reached.
+func TestRunStateOfAReusedPidNeverCollides(t *testing.T) {
+	dir := filepath.Join(testTmp, "state-reused-pid")
+	must(t, ensurePrivateDir(dir))
+	for n := 1; n <= 3; n++ {
+		for _, suffix := range []string{"", ".root", ".rw"} {
+			must(t, os.MkdirAll(filepath.Join(dir, fmt.Sprintf("kptr-%d-%d%s", os.Getpid(), n, suffix), "x"), 0o700))
+		}
+	}
+	s, err := New(WithStateDir(dir), WithFeatures(sandbox(t).Features()))
+	must(t, err)
+	t.Cleanup(func() { s.Close() })
+	b := bundle(t, "cat")
+	for i := 0; i < 3; i++ {
+		res, err := s.Run(context.Background(), b, Invocation{Stdin: strings.NewReader("same pid")})
+		if err != nil || res.ExitCode != 0 || string(res.Stdout) != "same pid" {
+			t.Fatalf("run %d next to a dead process's state: %v, exit %d, stdout %q, stderr %q", i, err, res.ExitCode, res.Stdout, res.Stderr)
+		}
+	}
+}
+
 // Run state of a kptr that died (kill -9) is removed by the next New, once
 // it is an hour old and its pid is gone; a live run's state never is.
 func TestPruneStaleState(t *testing.T) {
 	dir := filepath.Join(testTmp, "state-prune")
 	must(t, ensurePrivateDir(dir))
-	dead := filepath.Join(dir, "kptr-999999999-1") // no such pid
-	fresh := filepath.Join(dir, "kptr-999999999-2")
+	dead := filepath.Join(dir, "kptr-999999999-0a1b2c3d-1.rw") // no such pid
+	fresh := filepath.Join(dir, "kptr-999999999-0a1b2c3d-2")
 	live := filepath.Join(dir, fmt.Sprintf("kptr-%d-1", os.Getppid()))
 	for _, d := range []string{dead, fresh, live} {
 		must(t, os.Mkdir(d, 0o700))

@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -125,8 +127,19 @@ func New(opts ...Option) (*Sandbox, error) {
 	return s, nil
 }
 
+// runToken makes this process's run IDs unique in a state directory that
+// outlives processes: the run state of a SIGKILLed kptr (Argo CD's deadline)
+// stays for up to an hour, and a later kptr may get the same pid.
+var runToken = func() string {
+	b := make([]byte, 4)
+	if _, err := rand.Read(b); err != nil {
+		return strconv.FormatInt(time.Now().UnixNano(), 36)
+	}
+	return hex.EncodeToString(b)
+}()
+
 // pruneStale removes run state left behind by kptr processes that died
-// mid-run (kill -9): entries are named kptr-<pid>-<n>[.root] and only those
+// mid-run (kill -9): entries are named kptr-<pid>-<token>-<n>[.root|.rw] and only those
 // of processes that no longer exist, untouched for an hour, are removed.
 func pruneStale(dir string) {
 	des, err := os.ReadDir(dir)
@@ -276,7 +289,7 @@ func (s *Sandbox) setup(b cache.Bundle, inv Invocation) (_ *started, err error) 
 	if err != nil {
 		return nil, err
 	}
-	id := fmt.Sprintf("kptr-%d-%d", os.Getpid(), s.seq.Add(1))
+	id := fmt.Sprintf("kptr-%d-%s-%d", os.Getpid(), runToken, s.seq.Add(1))
 	spec := runSpec{
 		ID: id, Root: filepath.Join(s.stateDir, id+".root"), Image: b.Rootfs, Entries: entries,
 		Proc: proc, Inv: inv, Limits: s.limits, Feat: s.feat,
