@@ -71,14 +71,7 @@ func Eval(ctx context.Context, dir string, fn EvalFunction, opts Options, stdin 
 		if _, err := os.Stat(root); err != nil {
 			return fail(err)
 		}
-		nodes, err := kio.LocalPackageReader{
-			PackagePath:        root,
-			PackageFileName:    kptv1.KptFileName,
-			IncludeSubpackages: true,
-			MatchFilesGlob:     matchAllKRM,
-			PreserveSeqIndent:  true,
-			WrapBareSeqNode:    true,
-		}.Read()
+		nodes, err := readTree(root)
 		if err != nil {
 			return fail(err)
 		}

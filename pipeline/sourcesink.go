@@ -11,11 +11,10 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
-// Source writes the package tree at dir to w as `kpt fn source` does: one
-// ResourceList keeping path and index annotations (plain YAML with unwrap),
-// with fnConfig (a file, optional) as its functionConfig.
-func Source(dir, fnConfig string, unwrap bool, w io.Writer) error {
-	nodes, err := kio.LocalPackageReader{
+// readTree reads every KRM file of the package tree at dir in one walk, the
+// Kptfiles and subpackages included, as kpt fn eval and kpt fn source do.
+func readTree(dir string) ([]*yaml.RNode, error) {
+	return kio.LocalPackageReader{
 		PackagePath:        dir,
 		PackageFileName:    kptv1.KptFileName,
 		IncludeSubpackages: true,
@@ -23,6 +22,13 @@ func Source(dir, fnConfig string, unwrap bool, w io.Writer) error {
 		PreserveSeqIndent:  true,
 		WrapBareSeqNode:    true,
 	}.Read()
+}
+
+// Source writes the package tree at dir to w as `kpt fn source` does: one
+// ResourceList keeping path and index annotations (plain YAML with unwrap),
+// with fnConfig (a file, optional) as its functionConfig.
+func Source(dir, fnConfig string, unwrap bool, w io.Writer) error {
+	nodes, err := readTree(dir)
 	if err != nil {
 		return err
 	}
