@@ -89,7 +89,8 @@ func TestHostDaemonDoesNotHang(t *testing.T) {
 // runs normally next to the state the dead one left behind, whatever run
 // numbers it had reached.
 func TestRunStateOfAReusedPidNeverCollides(t *testing.T) {
-	dir := filepath.Join(testTmp, "state-reused-pid")
+	dir, err := os.MkdirTemp(testTmp, "state-reused-pid-")
+	must(t, err)
 	must(t, ensurePrivateDir(dir))
 	for n := 1; n <= 3; n++ {
 		for _, suffix := range []string{"", ".root", ".rw"} {
@@ -111,7 +112,8 @@ func TestRunStateOfAReusedPidNeverCollides(t *testing.T) {
 // Run state of a kptr that died (kill -9) is removed by the next New, once
 // it is an hour old and its pid is gone; a live run's state never is.
 func TestPruneStaleState(t *testing.T) {
-	dir := filepath.Join(testTmp, "state-prune")
+	dir, err := os.MkdirTemp(testTmp, "state-prune-")
+	must(t, err)
 	must(t, ensurePrivateDir(dir))
 	dead := filepath.Join(dir, "kptr-999999999-0a1b2c3d-1.rw") // no such pid
 	fresh := filepath.Join(dir, "kptr-999999999-0a1b2c3d-2")
