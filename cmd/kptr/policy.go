@@ -293,14 +293,23 @@ type policyRunner struct {
 }
 
 func (r *policyRunner) Run(ctx context.Context, b cache.Bundle, inv runtime.Invocation) (runtime.Result, error) {
-	if b.Rootfs == "" && !r.allowExec {
-		return runtime.Result{}, &policyError{fmt.Sprintf("exec function %q is not allowed by the operator's policy (KPTR_ALLOW_EXEC)", b.Ref)}
-	}
-	if inv.Network && !r.allowNetwork {
-		return runtime.Result{}, &policyError{fmt.Sprintf("function %q: network access is not allowed by the operator's policy (KPTR_ALLOW_NETWORK)", b.Ref)}
-	}
-	if len(inv.Mounts) > 0 {
-		return runtime.Result{}, &policyError{fmt.Sprintf("function %q: host mounts are not allowed in generate", b.Ref)}
+	if err := r.check(b, inv); err != nil {
+		return runtime.Result{}, err
 	}
 	return r.next.Run(ctx, b, inv)
+}
+
+// check is the policy itself, shared by Run and Prepare (a sandbox the
+// policy forbids is never even prepared).
+func (r *policyRunner) check(b cache.Bundle, inv runtime.Invocation) error {
+	if b.Rootfs == "" && !r.allowExec {
+		return &policyError{fmt.Sprintf("exec function %q is not allowed by the operator's policy (KPTR_ALLOW_EXEC)", b.Ref)}
+	}
+	if inv.Network && !r.allowNetwork {
+		return &policyError{fmt.Sprintf("function %q: network access is not allowed by the operator's policy (KPTR_ALLOW_NETWORK)", b.Ref)}
+	}
+	if len(inv.Mounts) > 0 {
+		return &policyError{fmt.Sprintf("function %q: host mounts are not allowed in generate", b.Ref)}
+	}
+	return nil
 }

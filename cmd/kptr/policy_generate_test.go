@@ -288,3 +288,29 @@ func TestPolicyRunner(t *testing.T) {
 		t.Fatalf("allowed exec+network: %v", err)
 	}
 }
+
+type recordingPreparer struct {
+	recordingRunner
+	prepared int
+}
+
+func (r *recordingPreparer) Prepare(context.Context, cache.Bundle, runtime.Invocation) { r.prepared++ }
+
+// A sandbox the policy forbids is never even prepared; an allowed one is.
+func TestPolicyRunnerPreparesOnlyWhatRunAllows(t *testing.T) {
+	ctx := context.Background()
+	img := cache.Bundle{Ref: "ghcr.io/x/y:v1", Rootfs: "/rootfs"}
+	next := &recordingPreparer{}
+	closed := &policyRunner{next: next}
+	closed.Prepare(ctx, cache.Bundle{Ref: "./my-fn"}, runtime.Invocation{})
+	closed.Prepare(ctx, img, runtime.Invocation{Network: true})
+	closed.Prepare(ctx, img, runtime.Invocation{Mounts: []runtime.Mount{{Source: "/", Target: "/host"}}})
+	if next.prepared != 0 {
+		t.Fatalf("forbidden sandboxes prepared: %d", next.prepared)
+	}
+	closed.Prepare(ctx, img, runtime.Invocation{})
+	(&policyRunner{next: next, allowNetwork: true}).Prepare(ctx, img, runtime.Invocation{Network: true})
+	if next.prepared != 2 {
+		t.Fatalf("allowed sandboxes prepared %d times, want 2", next.prepared)
+	}
+}

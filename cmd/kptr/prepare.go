@@ -71,7 +71,7 @@ func (r *causeResolver) ResolveCached(ctx context.Context, ref string) (cache.Bu
 
 // Prepare prepares only what Run would allow.
 func (r *policyRunner) Prepare(ctx context.Context, b cache.Bundle, inv runtime.Invocation) {
-	if (b.Rootfs == "" && !r.allowExec) || (inv.Network && !r.allowNetwork) || len(inv.Mounts) > 0 {
+	if r.check(b, inv) != nil {
 		return
 	}
 	if p, ok := r.next.(runtime.Preparer); ok {
