@@ -1,0 +1,766 @@
+package fastyaml
+
+// The encoder below is a direct, event-free port of the parts of yaml.v3's
+// encoder (encode.go: (*encoder).node) and emitter (emitterc.go: block
+// sequence/mapping states, yaml_emitter_analyze_scalar,
+// yaml_emitter_select_scalar_style, the plain/single-quoted/double-quoted/
+// literal writers, yaml_emitter_write_indent and _write_indicator) that a
+// comment-free, anchor-free, block-style node tree exercises, from
+// go.yaml.in/yaml/v3 v3.0.5 (Apache-2.0 and MIT, Copyright (c) 2011-2019
+// Canonical Ltd, Copyright (c) 2006-2010 Kirill Simonov). The emitter state
+// (indent, column, whitespace, indention) is kept exactly as yaml.v3 keeps it,
+// so the bytes are the same; the event queue, the tag machinery, comments,
+// flow collections and folding are left out: a node that needs them makes the
+// encoder report "not handled". best_width is -1 in v3.0.5 (yaml_emitter_t is
+// initialised with it, and the encoder never sets it), so the emitter never
+// folds lines, and the writers below have no folding branches.
+
+import (
+	"sync"
+	"unicode/utf8"
+
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// SeqStyle is the indentation of block sequences nested in mappings.
+type SeqStyle int
+
+const (
+	// Compact writes "- " at the parent mapping's indentation (kyaml's
+	// default, yaml.v3's CompactSeqIndent).
+	Compact SeqStyle = iota
+	// Wide indents a sequence in a mapping by 2 (yaml.v3's DefaultSeqIndent).
+	Wide
+)
+
+const bestIndent = 2
+
+// Scalar styles, as yaml.v3's emitter names them.
+const (
+	stylePlain = iota
+	styleSingle
+	styleDouble
+	styleLiteral
+)
+
+type emitter struct {
+	buf        []byte
+	indent     int
+	column     int
+	whitespace bool
+	indention  bool
+	compact    bool
+}
+
+func newEmitter(buf []byte, style SeqStyle) emitter {
+	return emitter{
+		buf:        buf,
+		indent:     -1,
+		whitespace: true,
+		indention:  true,
+		compact:    style == Compact,
+	}
+}
+
+var scratch = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// Encodable reports whether AppendNode can encode n (a DocumentNode or any
+// node) exactly as yaml.v3 would.
+func Encodable(n *yaml.Node) bool {
+	bp := scratch.Get().(*[]byte)
+	out, ok := AppendDocument((*bp)[:0], n, Compact)
+	if cap(out) <= 1<<20 {
+		*bp = out[:0]
+		scratch.Put(bp)
+	}
+	return ok
+}
+
+// AppendDocument appends what
+//
+//	e := yaml.NewEncoder(w); e.SetIndent(2); e.CompactSeqIndent() // or DefaultSeqIndent() for Wide
+//	e.Encode(n); e.Close()
+//
+// writes for n (a DocumentNode, or any other node, which yaml.v3 wraps in a
+// document). ok is false, and buf is returned unchanged, when n is outside
+// the handled subset.
+func AppendDocument(buf []byte, n *yaml.Node, style SeqStyle) (out []byte, ok bool) {
+	if n == nil {
+		return buf, false
+	}
+	root := n
+	if n.Kind == yaml.DocumentNode {
+		if len(n.Content) != 1 || hasComment(n) {
+			return buf, false
+		}
+		root = n.Content[0]
+	}
+	e := newEmitter(buf, style)
+	if !e.node(root, true, false, false, false) {
+		return buf, false
+	}
+	// yaml_emitter_emit_document_end: the implicit end writes only the
+	// pending line break.
+	e.indent = -1
+	e.writeIndent()
+	return e.buf, true
+}
+
+// AppendSeqItem appends the bytes n contributes as one item of a top-level
+// block sequence: what encoding a document whose root is a SequenceNode
+// holding just n produces ("- apiVersion: v1\n  kind: X\n..."), such that
+// appending items one by one gives exactly the bytes of encoding the whole
+// sequence at once. ok is false, and buf is returned unchanged, when n is
+// not handled.
+//
+// That composes because the emitter state after each item's closing line
+// break (column 0, at a line start, after whitespace) is the state it has
+// before the first item.
+func AppendSeqItem(buf []byte, n *yaml.Node, style SeqStyle) (out []byte, ok bool) {
+	if n == nil {
+		return buf, false
+	}
+	e := newEmitter(buf, style)
+	e.indent = 0 // the root sequence's indentation
+	e.writeIndent()
+	e.indicator("-", true, false, true)
+	if !e.node(n, false, true, false, false) {
+		return buf, false
+	}
+	e.indent = -1
+	e.writeIndent()
+	return e.buf, true
+}
+
+func hasComment(n *yaml.Node) bool {
+	return n.HeadComment != "" || n.LineComment != "" || n.FootComment != ""
+}
+
+// putBreak is put_break.
+func (e *emitter) putBreak() {
+	e.buf = append(e.buf, '\n')
+	e.column = 0
+	e.indention = true
+}
+
+// writeIndent is yaml_emitter_write_indent (foot_indent is always -1 here).
+func (e *emitter) writeIndent() {
+	indent := e.indent
+	if indent < 0 {
+		indent = 0
+	}
+	if !e.indention || e.column > indent || (e.column == indent && !e.whitespace) {
+		e.putBreak()
+	}
+	for e.column < indent {
+		e.buf = append(e.buf, ' ')
+		e.column++
+	}
+	e.whitespace = true
+}
+
+// indicator is yaml_emitter_write_indicator for an ASCII indicator.
+func (e *emitter) indicator(ind string, needWhitespace, isWhitespace, isIndention bool) {
+	if needWhitespace && !e.whitespace {
+		e.buf = append(e.buf, ' ')
+		e.column++
+	}
+	e.buf = append(e.buf, ind...)
+	e.column += len(ind)
+	e.whitespace = isWhitespace
+	e.indention = e.indention && isIndention
+}
+
+// increaseIndent is yaml_emitter_increase_indent_compact; inSeq says the
+// state on top of the stack is BLOCK_SEQUENCE_ITEM (the node is an item of
+// a block sequence). It returns the indentation to restore.
+func (e *emitter) increaseIndent(flow, inSeq, compactSeq bool) int {
+	saved := e.indent
+	if e.indent < 0 {
+		if flow {
+			e.indent = bestIndent
+		} else {
+			e.indent = 0
+		}
+	} else if inSeq {
+		e.indent += 2
+	} else {
+		e.indent = bestIndent * ((e.indent + bestIndent) / bestIndent)
+		if compactSeq {
+			e.indent -= 2
+		}
+	}
+	return saved
+}
+
+// node emits n in the context yaml_emitter_emit_node is given: root,
+// inSeq (item of a block sequence), mapping (key or value of a block
+// mapping), simpleKey (a mapping key). It reports false for anything outside
+// the handled subset.
+func (e *emitter) node(n *yaml.Node, root, inSeq, mapping, simpleKey bool) bool {
+	if n.Anchor != "" || hasComment(n) || n.Style&(yaml.FlowStyle|yaml.TaggedStyle) != 0 {
+		return false
+	}
+	switch n.Kind {
+	case yaml.ScalarNode:
+		return e.scalar(n, inSeq, simpleKey)
+	case yaml.MappingNode:
+		if simpleKey || (n.Tag != "" && shortTag(n.Tag) != mapTag) || len(n.Content)%2 != 0 {
+			return false
+		}
+		if len(n.Content) == 0 {
+			// check_empty_mapping: an empty mapping is written in flow style.
+			e.indicator("{", true, true, false)
+			e.indicator("}", false, false, false)
+			return true
+		}
+		saved := e.increaseIndent(false, inSeq, false)
+		for i := 0; i < len(n.Content); i += 2 {
+			k := n.Content[i]
+			if k.Kind != yaml.ScalarNode {
+				return false // complex key
+			}
+			e.writeIndent()
+			if !e.node(k, false, false, true, true) {
+				return false
+			}
+			e.indicator(":", false, false, false)
+			if !e.node(n.Content[i+1], false, false, true, false) {
+				return false
+			}
+		}
+		e.indent = saved
+		return true
+	case yaml.SequenceNode:
+		if simpleKey || (n.Tag != "" && shortTag(n.Tag) != seqTag) {
+			return false
+		}
+		if len(n.Content) == 0 {
+			// check_empty_sequence: written in flow style.
+			e.indicator("[", true, true, false)
+			e.indicator("]", false, false, false)
+			return true
+		}
+		compactSeq := mapping && (e.column == 0 || !e.indention) && e.compact
+		saved := e.increaseIndent(false, inSeq, compactSeq)
+		for _, item := range n.Content {
+			e.writeIndent()
+			e.indicator("-", true, false, true)
+			if !e.node(item, false, true, false, false) {
+				return false
+			}
+		}
+		e.indent = saved
+		return true
+	}
+	return false // documents inside nodes, aliases, zero nodes
+}
+
+// scalar emits a scalar node: the style choice of (*encoder).node, then
+// yaml_emitter_emit_scalar.
+func (e *emitter) scalar(n *yaml.Node, inSeq, simpleKey bool) bool {
+	value := n.Value
+	forceQuoting := false
+	if n.Tag != "" {
+		stag := shortTag(n.Tag)
+		if !(stag == strTag && n.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) != 0) {
+			rtag := resolvedTag(value)
+			if rtag != stag {
+				if stag != strTag {
+					return false // the tag would be written
+				}
+				forceQuoting = true
+			}
+		}
+	}
+
+	var style int
+	switch {
+	case n.Style&yaml.DoubleQuotedStyle != 0:
+		style = styleDouble
+	case n.Style&yaml.SingleQuotedStyle != 0:
+		style = styleSingle
+	case n.Style&yaml.LiteralStyle != 0:
+		style = styleLiteral
+	case n.Style&yaml.FoldedStyle != 0:
+		return false
+	case containsNewline(value):
+		style = styleLiteral
+	case forceQuoting:
+		style = styleDouble
+	default:
+		style = stylePlain
+	}
+
+	a, ok := analyzeScalar(value)
+	if !ok {
+		return false // invalid UTF-8: yaml.v3 writes !!binary
+	}
+	if simpleKey && (a.multiline || len(value) > 128) {
+		return false // yaml_emitter_check_simple_key fails: "? " key
+	}
+
+	// yaml_emitter_select_scalar_style (flow_level is always 0 here, and
+	// the event is implicit, so no tag is ever written).
+	if style == stylePlain {
+		if !a.blockPlainAllowed || (len(value) == 0 && simpleKey) {
+			style = styleSingle
+		}
+	}
+	if style == styleSingle && !a.singleQuotedAllowed {
+		style = styleDouble
+	}
+	if style == styleLiteral && (!a.blockAllowed || simpleKey) {
+		style = styleDouble
+	}
+
+	saved := e.increaseIndent(true, inSeq, false)
+	switch style {
+	case stylePlain:
+		e.writePlain(value, a.runes)
+	case styleSingle:
+		e.writeSingleQuoted(value)
+	case styleDouble:
+		e.writeDoubleQuoted(value)
+	case styleLiteral:
+		e.writeLiteral(value)
+	}
+	e.indent = saved
+	return true
+}
+
+func containsNewline(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' {
+			return true
+		}
+	}
+	return false
+}
+
+// resolvedTag is the tag yaml.v3 resolves an untagged plain value to.
+func resolvedTag(v string) string {
+	if v != "" && resolveTable[v[0]] == 0 {
+		return strTag // resolve's fast path: no hint, so a string
+	}
+	tag, _ := resolve("", v)
+	return tag
+}
+
+type scalarAnalysis struct {
+	multiline           bool
+	blockPlainAllowed   bool
+	singleQuotedAllowed bool
+	blockAllowed        bool
+	runes               int // characters, for the column
+}
+
+// asciiClass classifies ASCII bytes for the scalar analysis fast path.
+const (
+	clsPlain   = 0 // letters, digits and the like: no effect
+	clsSpecial = 1 // needs the general rules
+)
+
+var asciiClass = func() (t [256]byte) {
+	for c := 0; c < 256; c++ {
+		if c < 0x20 || c >= 0x7F {
+			t[c] = clsSpecial
+		}
+	}
+	for _, c := range "#,[]{}&*!|>'\"%@`?:- " {
+		t[c] = clsSpecial
+	}
+	return
+}()
+
+// analyzeScalar is yaml_emitter_analyze_scalar (with unicode output on).
+// ok is false for invalid UTF-8.
+func analyzeScalar(value string) (a scalarAnalysis, ok bool) {
+	if len(value) == 0 {
+		return scalarAnalysis{blockPlainAllowed: true, singleQuotedAllowed: true}, true
+	}
+	// Fast path: nothing but letters, digits and harmless punctuation.
+	simple := true
+	for i := 0; i < len(value); i++ {
+		if asciiClass[value[i]] != clsPlain {
+			simple = false
+			break
+		}
+	}
+	if simple && !(len(value) >= 3 && value[:3] == "...") {
+		return scalarAnalysis{blockPlainAllowed: true, singleQuotedAllowed: true, blockAllowed: true, runes: len(value)}, true
+	}
+	if !utf8.ValidString(value) {
+		return a, false
+	}
+
+	var (
+		blockIndicators   bool
+		flowIndicators    bool
+		lineBreaks        bool
+		specialCharacters bool
+		tabCharacters     bool
+
+		leadingSpace  bool
+		leadingBreak  bool
+		trailingSpace bool
+		trailingBreak bool
+		breakSpace    bool
+		spaceBreak    bool
+
+		precededByWhitespace bool
+		followedByWhitespace bool
+		previousSpace        bool
+		previousBreak        bool
+	)
+	if len(value) >= 3 && (value[:3] == "---" || value[:3] == "...") {
+		blockIndicators = true
+		flowIndicators = true
+	}
+	precededByWhitespace = true
+	runes := 0
+	for i, w := 0, 0; i < len(value); i += w {
+		runes++
+		w = width(value[i])
+		followedByWhitespace = i+w >= len(value) || isBlank(value, i+w)
+		if i == 0 {
+			switch value[i] {
+			case '#', ',', '[', ']', '{', '}', '&', '*', '!', '|', '>', '\'', '"', '%', '@', '`':
+				flowIndicators = true
+				blockIndicators = true
+			case '?', ':':
+				flowIndicators = true
+				if followedByWhitespace {
+					blockIndicators = true
+				}
+			case '-':
+				if followedByWhitespace {
+					flowIndicators = true
+					blockIndicators = true
+				}
+			}
+		} else {
+			switch value[i] {
+			case ',', '?', '[', ']', '{', '}':
+				flowIndicators = true
+			case ':':
+				flowIndicators = true
+				if followedByWhitespace {
+					blockIndicators = true
+				}
+			case '#':
+				if precededByWhitespace {
+					flowIndicators = true
+					blockIndicators = true
+				}
+			}
+		}
+
+		if value[i] == '\t' {
+			tabCharacters = true
+		} else if !isPrintable(value, i) {
+			specialCharacters = true
+		}
+		if value[i] == ' ' {
+			if i == 0 {
+				leadingSpace = true
+			}
+			if i+w == len(value) {
+				trailingSpace = true
+			}
+			if previousBreak {
+				breakSpace = true
+			}
+			previousSpace = true
+			previousBreak = false
+		} else if isBreak(value, i) {
+			lineBreaks = true
+			if i == 0 {
+				leadingBreak = true
+			}
+			if i+w == len(value) {
+				trailingBreak = true
+			}
+			if previousSpace {
+				spaceBreak = true
+			}
+			previousSpace = false
+			previousBreak = true
+		} else {
+			previousSpace = false
+			previousBreak = false
+		}
+		precededByWhitespace = isBlankz(value, i)
+	}
+	_ = flowIndicators // flow_plain_allowed: no flow context here
+
+	a = scalarAnalysis{
+		multiline:           lineBreaks,
+		blockPlainAllowed:   true,
+		singleQuotedAllowed: true,
+		blockAllowed:        true,
+		runes:               runes,
+	}
+	if leadingSpace || leadingBreak || trailingSpace || trailingBreak {
+		a.blockPlainAllowed = false
+	}
+	if trailingSpace {
+		a.blockAllowed = false
+	}
+	if breakSpace {
+		a.blockPlainAllowed = false
+		a.singleQuotedAllowed = false
+	}
+	if spaceBreak || tabCharacters || specialCharacters {
+		a.blockPlainAllowed = false
+		a.singleQuotedAllowed = false
+	}
+	if spaceBreak || specialCharacters {
+		a.blockAllowed = false
+	}
+	if lineBreaks {
+		a.blockPlainAllowed = false
+	}
+	if blockIndicators {
+		a.blockPlainAllowed = false
+	}
+	return a, true
+}
+
+// width, isPrintable, isBreak, isBlank and isBlankz are yamlprivateh.go's
+// width, is_printable, is_break, is_blank and is_blankz on a valid UTF-8
+// string (so the continuation bytes they read exist).
+func width(b byte) int {
+	if b&0x80 == 0x00 {
+		return 1
+	}
+	if b&0xE0 == 0xC0 {
+		return 2
+	}
+	if b&0xF0 == 0xE0 {
+		return 3
+	}
+	if b&0xF8 == 0xF0 {
+		return 4
+	}
+	return 0
+}
+
+func isPrintable(b string, i int) bool {
+	return ((b[i] == 0x0A) || // . == #x0A
+		(b[i] >= 0x20 && b[i] <= 0x7E) || // #x20 <= . <= #x7E
+		(b[i] == 0xC2 && b[i+1] >= 0xA0) || // #0xA0 <= . <= #xD7FF
+		(b[i] > 0xC2 && b[i] < 0xED) ||
+		(b[i] == 0xED && b[i+1] < 0xA0) ||
+		(b[i] == 0xEE) ||
+		(b[i] == 0xEF && // #xE000 <= . <= #xFFFD
+			!(b[i+1] == 0xBB && b[i+2] == 0xBF) && // && . != #xFEFF
+			!(b[i+1] == 0xBF && (b[i+2] == 0xBE || b[i+2] == 0xBF))))
+}
+
+func isBreak(b string, i int) bool {
+	return (b[i] == '\r' || // CR (#xD)
+		b[i] == '\n' || // LF (#xA)
+		b[i] == 0xC2 && b[i+1] == 0x85 || // NEL (#x85)
+		b[i] == 0xE2 && b[i+1] == 0x80 && b[i+2] == 0xA8 || // LS (#x2028)
+		b[i] == 0xE2 && b[i+1] == 0x80 && b[i+2] == 0xA9) // PS (#x2029)
+}
+
+func isBlank(b string, i int) bool {
+	return b[i] == ' ' || b[i] == '\t'
+}
+
+func isBlankz(b string, i int) bool {
+	return b[i] == ' ' || b[i] == '\t' || b[i] == 0 || isBreak(b, i)
+}
+
+// write is write: copy one character.
+func (e *emitter) write(value string, i int) int {
+	w := width(value[i])
+	e.buf = append(e.buf, value[i:i+w]...)
+	e.column++
+	return i + w
+}
+
+// writeBreak is write_break.
+func (e *emitter) writeBreak(value string, i int) int {
+	if value[i] == '\n' {
+		e.putBreak()
+		return i + 1
+	}
+	i = e.write(value, i)
+	e.column = 0
+	e.indention = true
+	return i
+}
+
+// writePlain is yaml_emitter_write_plain_scalar for a value the analysis
+// allowed as plain (so without line breaks) and no folding.
+func (e *emitter) writePlain(value string, runes int) {
+	if len(value) > 0 && !e.whitespace {
+		e.buf = append(e.buf, ' ')
+		e.column++
+	}
+	e.buf = append(e.buf, value...)
+	e.column += runes
+	if len(value) > 0 {
+		e.whitespace = false
+	}
+	e.indention = false
+}
+
+// writeSingleQuoted is yaml_emitter_write_single_quoted_scalar without
+// folding.
+func (e *emitter) writeSingleQuoted(value string) {
+	e.indicator("'", true, false, false)
+	breaks := false
+	for i := 0; i < len(value); {
+		if value[i] == ' ' {
+			i = e.write(value, i)
+		} else if isBreak(value, i) {
+			if !breaks && value[i] == '\n' {
+				e.putBreak()
+			}
+			i = e.writeBreak(value, i)
+			breaks = true
+		} else {
+			if breaks {
+				e.writeIndent()
+			}
+			if value[i] == '\'' {
+				e.buf = append(e.buf, '\'')
+				e.column++
+			}
+			i = e.write(value, i)
+			e.indention = false
+			breaks = false
+		}
+	}
+	e.indicator("'", false, false, false)
+	e.whitespace = false
+	e.indention = false
+}
+
+const hexDigits = "0123456789ABCDEF"
+
+// writeDoubleQuoted is yaml_emitter_write_double_quoted_scalar without
+// folding.
+func (e *emitter) writeDoubleQuoted(value string) {
+	e.indicator("\"", true, false, false)
+	// is_bom(value, i) looks at the start of the value, whatever i is.
+	bom := len(value) >= 3 && value[0] == 0xEF && value[1] == 0xBB && value[2] == 0xBF
+	for i := 0; i < len(value); {
+		c := value[i]
+		if !isPrintable(value, i) || bom || isBreak(value, i) || c == '"' || c == '\\' {
+			v, w := utf8.DecodeRuneInString(value[i:])
+			i += w
+			e.buf = append(e.buf, '\\')
+			e.column++
+			var esc byte
+			switch v {
+			case 0x00:
+				esc = '0'
+			case 0x07:
+				esc = 'a'
+			case 0x08:
+				esc = 'b'
+			case 0x09:
+				esc = 't'
+			case 0x0A:
+				esc = 'n'
+			case 0x0b:
+				esc = 'v'
+			case 0x0c:
+				esc = 'f'
+			case 0x0d:
+				esc = 'r'
+			case 0x1b:
+				esc = 'e'
+			case 0x22:
+				esc = '"'
+			case 0x5c:
+				esc = '\\'
+			case 0x85:
+				esc = 'N'
+			case 0xA0:
+				esc = '_'
+			case 0x2028:
+				esc = 'L'
+			case 0x2029:
+				esc = 'P'
+			}
+			if esc != 0 {
+				e.buf = append(e.buf, esc)
+				e.column++
+				continue
+			}
+			var digits int
+			if v <= 0xFF {
+				e.buf = append(e.buf, 'x')
+				digits = 2
+			} else if v <= 0xFFFF {
+				e.buf = append(e.buf, 'u')
+				digits = 4
+			} else {
+				e.buf = append(e.buf, 'U')
+				digits = 8
+			}
+			for k := (digits - 1) * 4; k >= 0; k -= 4 {
+				e.buf = append(e.buf, hexDigits[(v>>uint(k))&0x0F])
+			}
+			e.column += 1 + digits
+		} else {
+			i = e.write(value, i)
+		}
+	}
+	e.indicator("\"", false, false, false)
+	e.whitespace = false
+	e.indention = false
+}
+
+// writeLiteral is yaml_emitter_write_literal_scalar (with
+// yaml_emitter_write_block_scalar_hints; no line comment).
+func (e *emitter) writeLiteral(value string) {
+	e.indicator("|", true, false, false)
+	if value[0] == ' ' || isBreak(value, 0) {
+		e.indicator("2", false, false, false) // '0' + best_indent
+	}
+	// value is never empty here: the analysis forbids block style for "".
+	chomp := ""
+	i := len(value) - 1
+	for value[i]&0xC0 == 0x80 {
+		i--
+	}
+	if !isBreak(value, i) {
+		chomp = "-"
+	} else if i == 0 {
+		chomp = "+"
+	} else {
+		i--
+		for value[i]&0xC0 == 0x80 {
+			i--
+		}
+		if isBreak(value, i) {
+			chomp = "+"
+		}
+	}
+	if chomp != "" {
+		e.indicator(chomp, false, false, false)
+	}
+	e.putBreak()
+	e.whitespace = true
+	breaks := true
+	for i := 0; i < len(value); {
+		if isBreak(value, i) {
+			i = e.writeBreak(value, i)
+			breaks = true
+		} else {
+			if breaks {
+				e.writeIndent()
+			}
+			i = e.write(value, i)
+			e.indention = false
+			breaks = false
+		}
+	}
+}
