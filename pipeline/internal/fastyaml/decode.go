@@ -1,0 +1,801 @@
+package fastyaml
+
+import (
+	"unicode/utf8"
+
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// Decode parses data, which must hold exactly one YAML document, into what
+// `var n yaml.Node; yaml.NewDecoder(bytes.NewReader(data)).Decode(&n)` gives
+// (a DocumentNode). ok=false when data is outside the handled subset (or is
+// not valid YAML, or holds zero or several documents); the caller then uses
+// yaml.v3.
+//
+// The handled subset: block mappings and sequences (compact or indented),
+// empty flow collections `{}` and `[]`, single-line plain, single-quoted and
+// double-quoted scalars, literal block scalars (`|` with any chomping and
+// indentation indicator), an optional leading `---` line. Everything else
+// (comments, anchors, aliases, tags, folded or multi-line scalars, other flow
+// collections, complex keys, merge keys, directives, tabs outside quoted or
+// literal text, CR, BOM, control characters, several documents) is not
+// handled.
+func Decode(data []byte) (doc *yaml.Node, ok bool) {
+	d := decoder{}
+	if !d.init(data) {
+		return nil, false
+	}
+	return d.document()
+}
+
+// DecodeSeqItem parses data that is one item of a top-level block sequence
+// ("- apiVersion: v1\n  kind: X\n...": an item cut out of a compact `items:`
+// list) and returns the item node exactly as yaml.v3 decodes that text
+// (Line/Column as in that text). ok=false when not handled (including when
+// data holds anything but a one-item top-level sequence).
+func DecodeSeqItem(data []byte) (item *yaml.Node, ok bool) {
+	if len(data) < 1 || data[0] != '-' {
+		return nil, false
+	}
+	d := decoder{}
+	if !d.init(data) {
+		return nil, false
+	}
+	doc, ok := d.document()
+	if !ok {
+		return nil, false
+	}
+	seq := doc.Content[0]
+	if seq.Kind != yaml.SequenceNode || seq.Style != 0 || len(seq.Content) != 1 {
+		return nil, false
+	}
+	return seq.Content[0], true
+}
+
+const (
+	strTagS   = "!!str"
+	nullTagS  = "!!null"
+	mapTagS   = "!!map"
+	seqTagS   = "!!seq"
+	maxKeyLen = 1000 // yaml.v3 drops simple keys longer than 1024 characters
+)
+
+// errReject unwinds the parser when the input is outside the subset.
+type rejectPanic struct{}
+
+type decoder struct {
+	src       string // the input, as one string Values are sliced from
+	n         int
+	ascii     bool // the input is all ASCII: columns are byte offsets
+	line      int  // 1-based number of the line starting at lineStart
+	lineStart int
+	pos       int // current position: start of a line between entries
+
+	slab  []yaml.Node
+	stack []*yaml.Node // children of the collections being parsed
+	ptrs  []*yaml.Node // slab the Content slices are cut from
+	buf   []byte
+}
+
+func reject() { panic(rejectPanic{}) }
+
+// init validates the characters (what yaml.v3's reader accepts, minus CR,
+// tabs aside, NEL, LS, PS, BOM and the C1 controls) and sizes the slabs.
+func (d *decoder) init(data []byte) bool {
+	lines := 0
+	ascii := true
+	for i := 0; i < len(data); {
+		c := data[i]
+		if c < utf8.RuneSelf {
+			if c < 0x20 {
+				if c == '\n' {
+					lines++
+				} else if c != '\t' {
+					return false
+				}
+			} else if c == 0x7f {
+				return false
+			}
+			i++
+			continue
+		}
+		ascii = false
+		r, size := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError || r < 0xA0 || r == 0x2028 || r == 0x2029 || r == 0xFEFF ||
+			(r >= 0xD800 && r <= 0xDFFF) || r == 0xFFFE || r == 0xFFFF {
+			return false
+		}
+		i += size
+	}
+	d.src = string(data)
+	d.n = len(data)
+	d.ascii = ascii
+	d.line = 1
+	est := lines*2 + 4
+	if est > 4096 {
+		est = 4096
+	}
+	d.slab = make([]yaml.Node, 0, est)
+	d.ptrs = make([]*yaml.Node, 0, est)
+	return true
+}
+
+func (d *decoder) newNode(kind yaml.Kind, tag, value string, line, col int) *yaml.Node {
+	if len(d.slab) == cap(d.slab) {
+		c := cap(d.slab) * 2
+		if c > 4096 {
+			c = 4096
+		}
+		d.slab = make([]yaml.Node, 0, c)
+	}
+	d.slab = d.slab[:len(d.slab)+1]
+	nd := &d.slab[len(d.slab)-1]
+	nd.Kind = kind
+	nd.Tag = tag
+	nd.Value = value
+	nd.Line = line
+	nd.Column = col
+	return nd
+}
+
+// finish gives the collection the children pushed since mark.
+func (d *decoder) finish(nd *yaml.Node, mark int) {
+	kids := d.stack[mark:]
+	k := len(kids)
+	if k > 0 {
+		if cap(d.ptrs)-len(d.ptrs) < k {
+			c := 2 * cap(d.ptrs)
+			if c > 4096 {
+				c = 4096
+			}
+			if c < k {
+				c = k
+			}
+			d.ptrs = make([]*yaml.Node, 0, c)
+		}
+		start := len(d.ptrs)
+		d.ptrs = append(d.ptrs, kids...)
+		nd.Content = d.ptrs[start : start+k : start+k]
+	}
+	for i := range kids {
+		kids[i] = nil
+	}
+	d.stack = d.stack[:mark]
+}
+
+// col is the 1-based column (in characters, as yaml.v3 counts) of byte p
+// on the current line.
+func (d *decoder) col(p int) int {
+	if d.ascii {
+		return p - d.lineStart + 1
+	}
+	c := 1
+	for i := d.lineStart; i < p; i++ {
+		if d.src[i]&0xC0 != 0x80 {
+			c++
+		}
+	}
+	return c
+}
+
+// nextLine moves pos past the end of the current line (at p or later).
+func (d *decoder) nextLine(p int) {
+	for p < d.n && d.src[p] != '\n' {
+		p++
+	}
+	if p < d.n {
+		p++
+		d.line++
+	}
+	d.pos = p
+	d.lineStart = p
+}
+
+// peek skips blank lines from pos (a line start) and returns the
+// indentation of the next content line (pos is then its start), or -1 at
+// the end of the input.
+func (d *decoder) peek() int {
+	for {
+		p := d.pos
+		for p < d.n && d.src[p] == ' ' {
+			p++
+		}
+		if p == d.n {
+			d.pos = p
+			return -1
+		}
+		if d.src[p] == '\n' {
+			d.pos = p + 1
+			d.lineStart = d.pos
+			d.line++
+			continue
+		}
+		ind := p - d.pos
+		if ind == 0 && p+2 < d.n && (d.src[p:p+3] == "---" || d.src[p:p+3] == "...") && d.blankz(p+3) {
+			reject() // another document, or a document end
+		}
+		return ind
+	}
+}
+
+// blankz: is p at a space, a line break or the end (a tab is rejected).
+func (d *decoder) blankz(p int) bool {
+	if p >= d.n {
+		return true
+	}
+	switch d.src[p] {
+	case ' ', '\n':
+		return true
+	case '\t':
+		reject()
+	}
+	return false
+}
+
+// restBlank checks that only spaces follow p on its line, then moves to the
+// next line.
+func (d *decoder) restBlank(p int) {
+	for p < d.n && d.src[p] == ' ' {
+		p++
+	}
+	if p < d.n && d.src[p] != '\n' {
+		reject()
+	}
+	d.nextLine(p)
+}
+
+func (d *decoder) document() (doc *yaml.Node, ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			if _, is := r.(rejectPanic); !is {
+				panic(r)
+			}
+			doc, ok = nil, false
+		}
+	}()
+	explicit := false
+	if d.n >= 4 && d.src[:4] == "---\n" {
+		explicit = true
+		d.nextLine(0)
+	}
+	ind := d.peek()
+	if ind < 0 {
+		return nil, false
+	}
+	p := d.pos + ind
+	var dn *yaml.Node
+	if explicit {
+		dn = d.newNode(yaml.DocumentNode, "", "", 1, 1)
+	} else {
+		dn = d.newNode(yaml.DocumentNode, "", "", d.line, ind+1)
+	}
+	root := d.inline(p, -1, true)
+	if d.peek() >= 0 {
+		reject()
+	}
+	dn.Content = []*yaml.Node{root}
+	return dn, true
+}
+
+// inline parses the node starting at p on the current line. ind is the
+// indentation of the innermost enclosing block collection (-1 at the top).
+// collections: whether a block sequence or mapping may start here (at the
+// start of a line or after "- "), not after "key: ".
+// It returns with pos at the start of the line following the node.
+func (d *decoder) inline(p, ind int, collections bool) *yaml.Node {
+	c := d.src[p]
+	if c == '-' && d.blankz(p+1) {
+		if !collections {
+			reject()
+		}
+		return d.sequence(p, d.col(p)-1, false)
+	}
+	switch c {
+	case '|':
+		return d.literal(p, ind)
+	case '{', '[':
+		if p+1 >= d.n || d.src[p+1] != c+2 {
+			reject()
+		}
+		kind, tag := yaml.MappingNode, mapTagS
+		if c == '[' {
+			kind, tag = yaml.SequenceNode, seqTagS
+		}
+		nd := d.newNode(kind, tag, "", d.line, d.col(p))
+		nd.Style = yaml.FlowStyle
+		d.restBlank(p + 2)
+		return nd
+	}
+	sc, end := d.scalar(p)
+	q := end
+	for q < d.n && d.src[q] == ' ' {
+		q++
+	}
+	if q < d.n && d.src[q] == ':' && d.blankz(q+1) {
+		if !collections {
+			reject()
+		}
+		return d.mapping(p, sc, q)
+	}
+	if sc.Style == 0 && sc.Value == "<<" {
+		reject()
+	}
+	d.restBlank(q)
+	return sc
+}
+
+// scalar scans a single-line plain or quoted scalar at p and returns it
+// with the offset just after it.
+func (d *decoder) scalar(p int) (*yaml.Node, int) {
+	line, col := d.line, d.col(p)
+	switch d.src[p] {
+	case '"':
+		v, end := d.doubleQuoted(p)
+		nd := d.newNode(yaml.ScalarNode, strTagS, v, line, col)
+		nd.Style = yaml.DoubleQuotedStyle
+		return nd, end
+	case '\'':
+		v, end := d.singleQuoted(p)
+		nd := d.newNode(yaml.ScalarNode, strTagS, v, line, col)
+		nd.Style = yaml.SingleQuotedStyle
+		return nd, end
+	case '-', '?', ':':
+		// plain only when followed by a non-blank character
+		if d.blankz(p + 1) {
+			reject()
+		}
+	case ',', '[', ']', '{', '}', '#', '&', '*', '!', '|', '>', '%', '@', '`', ' ', '\t', '\n':
+		reject()
+	}
+	// A single-line plain scalar: ends at ": ", ":" at the end of the line,
+	// " #" (a comment: rejected) or the end of the line.
+	i, end := p, p
+	for {
+		s := i
+		for i < d.n {
+			c := d.src[i]
+			if c == ' ' || c == '\n' {
+				break
+			}
+			if c == '\t' {
+				reject()
+			}
+			if c == ':' && (i+1 >= d.n || d.src[i+1] == ' ' || d.src[i+1] == '\n' || d.src[i+1] == '\t') {
+				break
+			}
+			i++
+		}
+		if i > s {
+			end = i
+		}
+		if i < d.n && d.src[i] == ':' {
+			break
+		}
+		for i < d.n && d.src[i] == ' ' {
+			i++
+		}
+		if i >= d.n || d.src[i] == '\n' {
+			break
+		}
+		switch d.src[i] {
+		case '#', '\t':
+			reject()
+		}
+	}
+	v := d.src[p:end]
+	return d.newNode(yaml.ScalarNode, plainTag(v), v, line, col), end
+}
+
+// plainTag is ResolveTag with a shortcut for the common strings.
+func plainTag(v string) string {
+	if v != "" && resolveTable[v[0]] == 0 {
+		return strTagS
+	}
+	return ResolveTag(v)
+}
+
+func (d *decoder) singleQuoted(p int) (string, int) {
+	i := p + 1
+	start := i
+	simple := true
+	for {
+		if i >= d.n || d.src[i] == '\n' {
+			reject() // multi-line or unterminated
+		}
+		if d.src[i] == '\'' {
+			if i+1 < d.n && d.src[i+1] == '\'' {
+				simple = false
+				i += 2
+				continue
+			}
+			break
+		}
+		i++
+	}
+	if simple {
+		return d.src[start:i], i + 1
+	}
+	b := d.buf[:0]
+	for j := start; j < i; j++ {
+		b = append(b, d.src[j])
+		if d.src[j] == '\'' {
+			j++
+		}
+	}
+	d.buf = b
+	return string(b), i + 1
+}
+
+func (d *decoder) doubleQuoted(p int) (string, int) {
+	i := p + 1
+	start := i
+	for i < d.n && d.src[i] != '"' && d.src[i] != '\\' && d.src[i] != '\n' {
+		i++
+	}
+	if i < d.n && d.src[i] == '"' {
+		return d.src[start:i], i + 1
+	}
+	b := append(d.buf[:0], d.src[start:i]...)
+	for {
+		if i >= d.n || d.src[i] == '\n' {
+			reject()
+		}
+		c := d.src[i]
+		if c == '"' {
+			break
+		}
+		if c != '\\' {
+			b = append(b, c)
+			i++
+			continue
+		}
+		if i+1 >= d.n {
+			reject()
+		}
+		codeLen := 0
+		switch d.src[i+1] {
+		case '0':
+			b = append(b, 0)
+		case 'a':
+			b = append(b, '\x07')
+		case 'b':
+			b = append(b, '\x08')
+		case 't', '\t':
+			b = append(b, '\x09')
+		case 'n':
+			b = append(b, '\x0A')
+		case 'v':
+			b = append(b, '\x0B')
+		case 'f':
+			b = append(b, '\x0C')
+		case 'r':
+			b = append(b, '\x0D')
+		case 'e':
+			b = append(b, '\x1B')
+		case ' ':
+			b = append(b, '\x20')
+		case '"':
+			b = append(b, '"')
+		case '\'':
+			b = append(b, '\'')
+		case '\\':
+			b = append(b, '\\')
+		case 'N':
+			b = append(b, "\u0085"...)
+		case '_':
+			b = append(b, "\u00a0"...)
+		case 'L':
+			b = append(b, "\u2028"...)
+		case 'P':
+			b = append(b, "\u2029"...)
+		case 'x':
+			codeLen = 2
+		case 'u':
+			codeLen = 4
+		case 'U':
+			codeLen = 8
+		default:
+			reject() // unknown escape, or an escaped line break
+		}
+		i += 2
+		if codeLen > 0 {
+			if i+codeLen > d.n {
+				reject()
+			}
+			v := 0
+			for k := 0; k < codeLen; k++ {
+				h := d.src[i+k]
+				switch {
+				case h >= '0' && h <= '9':
+					v = v<<4 + int(h-'0')
+				case h >= 'a' && h <= 'f':
+					v = v<<4 + int(h-'a') + 10
+				case h >= 'A' && h <= 'F':
+					v = v<<4 + int(h-'A') + 10
+				default:
+					reject()
+				}
+			}
+			if (v >= 0xD800 && v <= 0xDFFF) || v > 0x10FFFF {
+				reject()
+			}
+			switch {
+			case v <= 0x7F:
+				b = append(b, byte(v))
+			case v <= 0x7FF:
+				b = append(b, byte(0xC0+(v>>6)), byte(0x80+(v&0x3F)))
+			case v <= 0xFFFF:
+				b = append(b, byte(0xE0+(v>>12)), byte(0x80+((v>>6)&0x3F)), byte(0x80+(v&0x3F)))
+			default:
+				b = append(b, byte(0xF0+(v>>18)), byte(0x80+((v>>12)&0x3F)), byte(0x80+((v>>6)&0x3F)), byte(0x80+(v&0x3F)))
+			}
+			i += codeLen
+		}
+	}
+	d.buf = b
+	return string(b), i + 1
+}
+
+// mapping parses a block mapping whose first key (already scanned, starting
+// at p) is followed by the ':' at colon.
+func (d *decoder) mapping(p int, key *yaml.Node, colon int) *yaml.Node {
+	c := d.col(p) - 1
+	nd := d.newNode(yaml.MappingNode, mapTagS, "", d.line, c+1)
+	mark := len(d.stack)
+	for {
+		if colon-p > maxKeyLen {
+			reject()
+		}
+		if key.Style == 0 && key.Value == "<<" {
+			reject()
+		}
+		d.stack = append(d.stack, key)
+		d.stack = append(d.stack, d.value(colon, c))
+		ind := d.peek()
+		if ind < c {
+			break
+		}
+		if ind > c {
+			reject()
+		}
+		p = d.pos + ind
+		if d.src[p] == '-' && d.blankz(p+1) {
+			reject()
+		}
+		var end int
+		key, end = d.scalar(p)
+		if key.Kind != yaml.ScalarNode {
+			reject()
+		}
+		colon = end
+		for colon < d.n && d.src[colon] == ' ' {
+			colon++
+		}
+		if colon >= d.n || d.src[colon] != ':' || !d.blankz(colon+1) {
+			reject()
+		}
+	}
+	d.finish(nd, mark)
+	return nd
+}
+
+// value parses a mapping value following the ':' at colon, in a mapping at
+// indentation c.
+func (d *decoder) value(colon, c int) *yaml.Node {
+	q := colon + 1
+	for q < d.n && d.src[q] == ' ' {
+		q++
+	}
+	if q < d.n && d.src[q] != '\n' {
+		return d.inline(q, c, false)
+	}
+	line, col := d.line, d.col(colon)+1
+	d.nextLine(q)
+	ind := d.peek()
+	if ind > c {
+		return d.block(ind, c)
+	}
+	if ind == c {
+		p := d.pos + ind
+		if d.src[p] == '-' && d.blankz(p+1) {
+			return d.sequence(p, c, true)
+		}
+	}
+	return d.newNode(yaml.ScalarNode, nullTagS, "", line, col)
+}
+
+// block parses a block collection starting a line indented by ind.
+func (d *decoder) block(ind, parent int) *yaml.Node {
+	p := d.pos + ind
+	c := d.src[p]
+	if c == '-' && d.blankz(p+1) {
+		return d.sequence(p, ind, false)
+	}
+	if c == '|' || c == '{' || c == '[' {
+		reject() // scalars on the line after their key: not handled
+	}
+	nd := d.inline(p, parent, true)
+	if nd.Kind != yaml.MappingNode {
+		reject()
+	}
+	return nd
+}
+
+// sequence parses a block sequence whose first "-" is at p, column c
+// (0-based); indentless: a compact sequence that is a mapping value at the
+// mapping's own indentation.
+func (d *decoder) sequence(p, c int, indentless bool) *yaml.Node {
+	nd := d.newNode(yaml.SequenceNode, seqTagS, "", d.line, c+1)
+	mark := len(d.stack)
+	for {
+		q := p + 1
+		for q < d.n && d.src[q] == ' ' {
+			q++
+		}
+		var item *yaml.Node
+		if q < d.n && d.src[q] != '\n' {
+			item = d.inline(q, c, true)
+		} else {
+			line, col := d.line, d.col(p)+1
+			d.nextLine(q)
+			ind := d.peek()
+			if ind > c {
+				item = d.block(ind, c)
+			} else {
+				item = d.newNode(yaml.ScalarNode, nullTagS, "", line, col)
+			}
+		}
+		d.stack = append(d.stack, item)
+		ind := d.peek()
+		if ind < c {
+			break
+		}
+		if ind > c {
+			reject()
+		}
+		p = d.pos + ind
+		if d.src[p] != '-' || !d.blankz(p+1) {
+			if indentless {
+				break
+			}
+			reject()
+		}
+	}
+	d.finish(nd, mark)
+	return nd
+}
+
+// literal scans a literal block scalar whose '|' is at p, exactly as
+// yaml.v3's yaml_parser_scan_block_scalar does; ind is the scanner's
+// indentation (innermost block collection, -1 at the top).
+func (d *decoder) literal(p, ind int) *yaml.Node {
+	nd := d.newNode(yaml.ScalarNode, strTagS, "", d.line, d.col(p))
+	nd.Style = yaml.LiteralStyle
+	i := p + 1
+	chomping, increment := 0, 0
+	digit := func() {
+		if i < d.n && d.src[i] >= '0' && d.src[i] <= '9' {
+			if d.src[i] == '0' {
+				reject()
+			}
+			increment = int(d.src[i] - '0')
+			i++
+		}
+	}
+	if i < d.n && (d.src[i] == '+' || d.src[i] == '-') {
+		chomping = 1
+		if d.src[i] == '-' {
+			chomping = -1
+		}
+		i++
+		digit()
+	} else {
+		digit()
+		if i < d.n && (d.src[i] == '+' || d.src[i] == '-') {
+			chomping = 1
+			if d.src[i] == '-' {
+				chomping = -1
+			}
+			i++
+		}
+	}
+	d.restBlank(i)
+	indent := 0
+	if increment > 0 {
+		if ind >= 0 {
+			indent = ind + increment
+		} else {
+			indent = increment
+		}
+	}
+	// q: the scan position; col: its column (only spaces before it).
+	q := d.pos
+	trailing := 0
+	var col int
+	// breaks eats indentation spaces and empty lines
+	// (yaml_parser_scan_block_scalar_breaks).
+	breaks := func() {
+		maxIndent := 0
+		for {
+			col = 0
+			for (indent == 0 || col < indent) && q < d.n && d.src[q] == ' ' {
+				q++
+				col++
+			}
+			if col > maxIndent {
+				maxIndent = col
+			}
+			if (indent == 0 || col < indent) && q < d.n && d.src[q] == '\t' {
+				reject()
+			}
+			if q >= d.n || d.src[q] != '\n' {
+				break
+			}
+			q++
+			d.line++
+			d.lineStart = q
+			trailing++
+		}
+		if indent == 0 {
+			indent = maxIndent
+			if indent < ind+1 {
+				indent = ind + 1
+			}
+			if indent < 1 {
+				indent = 1
+			}
+		}
+	}
+	breaks()
+	b := d.buf[:0]
+	leading := false
+	lines := 0
+	oneLine := trailing == 0 // a single line with no blank lines before it is a slice of the input
+	var first string
+	for col == indent && q < d.n {
+		if leading {
+			b = append(b, '\n')
+		}
+		for ; trailing > 0; trailing-- {
+			b = append(b, '\n')
+		}
+		e := q
+		for e < d.n && d.src[e] != '\n' {
+			e++
+		}
+		lines++
+		b = append(b, d.src[q:e]...)
+		if e < d.n {
+			first = d.src[q : e+1]
+			leading = true
+			q = e + 1
+			d.line++
+			d.lineStart = q
+		} else {
+			first = d.src[q:e]
+			leading = false
+			q = e
+		}
+		breaks()
+	}
+	// Chomp the tail.
+	if lines == 1 && oneLine && chomping == 0 {
+		nd.Value = first
+	} else {
+		if chomping != -1 && leading {
+			b = append(b, '\n')
+		}
+		if chomping == 1 {
+			for ; trailing > 0; trailing-- {
+				b = append(b, '\n')
+			}
+		}
+		nd.Value = string(b)
+	}
+	d.buf = b
+	d.pos = d.lineStart
+	if q >= d.n {
+		d.pos = d.n
+	}
+	return nd
+}

@@ -1,0 +1,532 @@
+package fastyaml
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	yaml "go.yaml.in/yaml/v3"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// decRef is what yaml.v3's Decoder gives for data, with err set when it
+// fails or when data holds more than one document.
+func decRef(data []byte) (*yaml.Node, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var n yaml.Node
+	if err := dec.Decode(&n); err != nil {
+		return nil, err
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("more than one document (%v)", err)
+	}
+	return &n, nil
+}
+
+// decDiff compares two trees field by field and describes the first
+// difference ("" when identical).
+func decDiff(path string, got, want *yaml.Node) string {
+	if got == nil || want == nil {
+		if got == want {
+			return ""
+		}
+		return fmt.Sprintf("%s: got %v, want %v", path, got, want)
+	}
+	type field struct {
+		name      string
+		got, want any
+	}
+	for _, f := range []field{
+		{"Kind", got.Kind, want.Kind},
+		{"Style", got.Style, want.Style},
+		{"Tag", got.Tag, want.Tag},
+		{"Value", got.Value, want.Value},
+		{"Anchor", got.Anchor, want.Anchor},
+		{"Line", got.Line, want.Line},
+		{"Column", got.Column, want.Column},
+		{"HeadComment", got.HeadComment, want.HeadComment},
+		{"LineComment", got.LineComment, want.LineComment},
+		{"FootComment", got.FootComment, want.FootComment},
+		{"Alias", got.Alias != nil, want.Alias != nil},
+		{"len(Content)", len(got.Content), len(want.Content)},
+	} {
+		if f.got != f.want {
+			return fmt.Sprintf("%s (line %d col %d, value %q): %s = %#v, yaml.v3 has %#v", path, want.Line, want.Column, want.Value, f.name, f.got, f.want)
+		}
+	}
+	if (got.Content == nil) != (want.Content == nil) {
+		return fmt.Sprintf("%s: Content nil=%v, yaml.v3 nil=%v", path, got.Content == nil, want.Content == nil)
+	}
+	for i := range want.Content {
+		if d := decDiff(fmt.Sprintf("%s/%d", path, i), got.Content[i], want.Content[i]); d != "" {
+			return d
+		}
+	}
+	return ""
+}
+
+// decCheck decodes data with both decoders; it fails t when Decode says ok
+// but yaml.v3 fails or differs. It reports whether Decode handled data.
+func decCheck(t testing.TB, name string, data []byte) bool {
+	t.Helper()
+	got, ok := Decode(data)
+	if !ok {
+		if got != nil {
+			t.Errorf("%s: Decode returned a node with ok=false", name)
+		}
+		return false
+	}
+	want, err := decRef(data)
+	if err != nil {
+		t.Errorf("%s: Decode handled input yaml.v3 rejects (%v):\n%s", name, err, data)
+		return true
+	}
+	if d := decDiff("doc", got, want); d != "" {
+		t.Errorf("%s: %s\ninput:\n%s", name, d, data)
+	}
+	return true
+}
+
+// decCheckItem checks DecodeSeqItem against the item yaml.v3 decodes.
+func decCheckItem(t testing.TB, name string, data []byte) bool {
+	t.Helper()
+	got, ok := DecodeSeqItem(data)
+	if !ok {
+		return false
+	}
+	want, err := decRef(data)
+	if err != nil {
+		t.Errorf("%s: DecodeSeqItem handled input yaml.v3 rejects (%v):\n%s", name, err, data)
+		return true
+	}
+	root := want.Content[0]
+	if root.Kind != yaml.SequenceNode || len(root.Content) != 1 {
+		t.Errorf("%s: DecodeSeqItem handled a non-item: yaml.v3 root kind %v with %d entries", name, root.Kind, len(root.Content))
+		return true
+	}
+	if d := decDiff("item", got, root.Content[0]); d != "" {
+		t.Errorf("%s: %s\ninput:\n%s", name, d, data)
+	}
+	return true
+}
+
+func TestDecodeTable(t *testing.T) {
+	handled := []string{
+		"a: b\n",
+		"a: b",
+		"a: b\nc: d\n",
+		"a:\n",
+		"a:",
+		"a:   \n",
+		"a:\nb:\n",
+		"a:\n  b:\n",
+		"key:\n- a\n- b\n",
+		"key:\n  - a\n  - b\nz: 1\n",
+		"key:\n- a\nz:\n",
+		"- a\n- b\n",
+		"-\n- b\n-\n",
+		"- - a\n  - b\n- c\n",
+		"- a: b\n  c: d\n- e: f\n",
+		"-   a: b\n    c: d\n",
+		"-\n  a: b\n",
+		"-\n  - a\n",
+		"key:\n-\n- a\n",
+		"key:\n-\n  a: b\n",
+		"a:\n  b:\n    c:\n    - d\n    - e: f\n      g: [ ]\n",
+		"a: {}\nb: []\n",
+		"{}\n",
+		"[]",
+		"a: 'x'\nb: \"y\"\n",
+		"'a': 1\n\"b\" : 2\nc : 3\n",
+		"a: 'it''s'\n",
+		"a: ''\nb: \"\"\n",
+		`a: "\t\n\\\"\x41\u00e9\U0001F600\0\a\b\v\f\r\e\ \N\_\L\P\/"` + "\n",
+		"a: \"tab\tin\"\n",
+		"a: \"\\\tx\"\n",
+		"a: 1\nb: 1.5\nc: true\nd: null\ne: ~\nf: 0x1F\ng: 2001-12-14\nh: .inf\ni: -.5\nj: +1\nk: 0o17\nl: 1e3\nm: Yes\nn: NO\n",
+		"a: \"1\"\nb: '0777'\n",
+		"a: b c  d   \n",
+		"a: b:c\nd: e#f\ng: -h\ni: ?j\nk: :l\nm: x::\n",
+		"a: http://example.com/x?y=z#w\n",
+		"a b: c\n",
+		"a : b\n",
+		"é: ü\nßß: \"ñ\"\n- x\n",
+		"é: ü\nßß: \"ñ\"\n",
+		"- é: ü\n  ß: x\n",
+		"a: |\n  x\n  y\n",
+		"a: |\n  x\n  y",
+		"a: |-\n  x\n  y\n",
+		"a: |+\n  x\n  y\n\n\n",
+		"a: |+\n  x\n\n\nb: c\n",
+		"a: |\n  x\n\n\nb: c\n",
+		"a: |2\n   x\n  y\n",
+		"a: |1-\n  x\n",
+		"a: |-2\n    x\n",
+		"a: |\n\n  x\n",
+		"a: |\n    \n  x\n",
+		"a: |\n  x\n     \n  y\n",
+		"a: |\n  x\n \n",
+		"a: |\nb: c\n",
+		"a: |\n",
+		"a: |",
+		"a: |\n  \tx\n",
+		"a: |\n  x # not a comment\n  #y\n",
+		"- |\n  x\n- |-\n  y\n",
+		"- a: |\n    x\n  b: y\n",
+		"|\n x\n",
+		"|+\n x\n\n",
+		"|2\n   x\n",
+		"plain\n",
+		"'quoted'\n",
+		"---\na: b\n",
+		"\n\na: b\n\n\n",
+		"  a: b\n  c: d\n",
+		"a:\n    - b\n    - c\n",
+		"a: b\n\n\nc: d\n",
+		"a: [b]\n",
+		"a: 'b' c\n",
+		"a: b\n  c\n",
+		"a:\n  - b\n  c: d\n",
+		"a: b\n- c\n",
+		"- a\nb: c\n",
+		"a: b\na: c\n",
+		"a: - b\n",
+		"a: b: c\n",
+		"a:\tb\n",
+		"a: b\t\n",
+		"\ta: b\n",
+		"a: b # c\n",
+		"# c\na: b\n",
+		"a: &x b\n",
+		"a: *x\n",
+		"a: !!str b\n",
+		"a: >\n  x\n",
+		"a: \"b\n  c\"\n",
+		"a: 'b\n  c'\n",
+		"? a\n: b\n",
+		"<<: {}\n",
+		"a: <<\n",
+		"%YAML 1.2\n---\na: b\n",
+		"a: b\r\n",
+		"\ufeffa: b\n",
+		"a: b\n---\nc: d\n",
+		"a: b\n...\n",
+		"---\n",
+		"",
+		"\n\n",
+		"a: @b\n",
+		"a: `b\n",
+		"a: ,b\n",
+		"a: }\n",
+		"a: |0\n  x\n",
+		"a: | x\n",
+		"a: |\n \tx\n",
+		"a: \"\\q\"\n",
+		"a: \"\\x4\"\n",
+		"a: \"\\uD800\"\n",
+		"a: \"b\\\n  c\"\n",
+		"- a\n  b\n",
+		"- a\n - b\n",
+		" - a\n- b\n",
+		"a:\n  b: c\n d: e\n",
+		"a: |\n    x\n  b: c\n",
+		"- |\n  x\n  - y\n",
+		"a: b\n \n",
+		"a: b\n\t\n",
+		"a: \x01\n",
+		"a: \u0085\n",
+		"a: \u2028\n",
+		"a: \xff\n",
+		strings.Repeat("k", 1100) + ": v\n",
+		strings.Repeat("k", 900) + ": v\n",
+		"-\tx\n",
+		"- \"a\": b\n  'c': d\n",
+		"a:\n  \"b\"\n",
+		"a:\n  b\n",
+		"a:\n  |\n   x\n",
+		"a: {}: b\n",
+		"{}: b\n",
+		"a:\n- b\n  - c\n",
+		"a:\n-\n -\n",
+		"---a: b\n",
+		"...a: b\n",
+		"a: ---\n",
+		"- ---\n",
+	}
+	n := 0
+	for _, in := range handled {
+		if decCheck(t, fmt.Sprintf("%q", in), []byte(in)) {
+			n++
+		}
+	}
+	t.Logf("handled %d of %d table inputs", n, len(handled))
+	// Inputs that must be handled (the common KRM shapes).
+	for _, in := range []string{
+		"a: b\n", "a:\n", "- a\n", "key:\n- a\n", "- a: b\n  c: d\n", "a: {}\nb: []\n",
+		"a: 'x'\n", "a: \"\\n\"\n", "a: |\n  x\n", "a: |-\n  x\n", "a: |+\n  x\n\n", "---\na: b\n",
+		"a: |2\n   x\n", "é: ü\n", "a: b\na: c\n",
+	} {
+		if _, ok := Decode([]byte(in)); !ok {
+			t.Errorf("%q: not handled", in)
+		}
+	}
+	// Inputs that must fall back.
+	for _, in := range []string{
+		"a: b # c\n", "a: &x b\n", "a: *x\n", "a: !!str b\n", "a: >\n  x\n", "a: [b]\n", "? a\n: b\n",
+		"<<: {}\n", "a: b\r\n", "\ufeffa: b\n", "a: b\n---\nc: d\n", "", "a: b\n  c\n", "a: \"b\n  c\"\n",
+		"%YAML 1.2\n---\na: b\n", "a:\tb\n", "\ta: b\n",
+	} {
+		if _, ok := Decode([]byte(in)); ok {
+			t.Errorf("%q: handled, must fall back", in)
+		}
+	}
+}
+
+func TestDecodeSeqItemTable(t *testing.T) {
+	for _, in := range []string{
+		"- apiVersion: v1\n  kind: ConfigMap\n  data:\n    a: |\n      x\n",
+		"- a\n",
+		"- a: b\n  c:\n  - d\n",
+		"- |\n  x\n",
+	} {
+		if !decCheckItem(t, fmt.Sprintf("%q", in), []byte(in)) {
+			t.Errorf("%q: not handled", in)
+		}
+	}
+	for _, in := range []string{"- a\n- b\n", "a: b\n", "[]\n", "- a # c\n", "", "  - a\n"} {
+		if _, ok := DecodeSeqItem([]byte(in)); ok && in != "  - a\n" {
+			t.Errorf("%q: handled, must fall back", in)
+		}
+		decCheckItem(t, fmt.Sprintf("%q", in), []byte(in))
+	}
+}
+
+// decCorpus is every YAML document under the sample trees, split on
+// "---" lines.
+func decCorpus(t testing.TB) map[string][]byte {
+	docs := map[string][]byte{}
+	for _, root := range []string{"/work/shared/kpt-e2e-sample", "../../../test", "../../../examples", "../../../deploy"} {
+		filepath.WalkDir(root, func(path string, e fs.DirEntry, err error) error {
+			if err != nil || e.IsDir() {
+				return nil
+			}
+			name := e.Name()
+			if !strings.HasSuffix(name, ".yaml") && !strings.HasSuffix(name, ".yml") && name != "Kptfile" {
+				return nil
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return nil
+			}
+			for i, part := range bytes.Split(data, []byte("\n---\n")) {
+				docs[fmt.Sprintf("%s#%d", path, i)] = part
+			}
+			return nil
+		})
+	}
+	return docs
+}
+
+func decStripComments(n *yaml.Node) {
+	n.HeadComment, n.LineComment, n.FootComment = "", "", ""
+	for _, c := range n.Content {
+		decStripComments(c)
+	}
+}
+
+// decResourceList encodes the corpus documents that are resources into a
+// ResourceList the way kyaml writes one, and returns it with its items cut
+// out as DecodeSeqItem gets them.
+func decResourceList(t testing.TB, docs map[string][]byte, stripComments bool) (list []byte, items [][]byte) {
+	var nodes []*kyaml.Node
+	for _, data := range docs {
+		n, err := decRef(data)
+		if err != nil || len(n.Content) != 1 || n.Content[0].Kind != yaml.MappingNode {
+			continue
+		}
+		if stripComments {
+			decStripComments(n)
+		}
+		nodes = append(nodes, n.Content[0])
+	}
+	seq := &kyaml.Node{Kind: kyaml.SequenceNode, Content: nodes}
+	rl := &kyaml.Node{Kind: kyaml.MappingNode, Content: []*kyaml.Node{
+		{Kind: kyaml.ScalarNode, Value: "apiVersion"}, {Kind: kyaml.ScalarNode, Value: "config.kubernetes.io/v1"},
+		{Kind: kyaml.ScalarNode, Value: "kind"}, {Kind: kyaml.ScalarNode, Value: "ResourceList"},
+		{Kind: kyaml.ScalarNode, Value: "items"}, seq,
+	}}
+	var buf bytes.Buffer
+	enc := kyaml.NewEncoder(&buf)
+	if err := enc.Encode(rl); err != nil {
+		t.Fatal(err)
+	}
+	enc.Close()
+	list = buf.Bytes()
+	body := list[bytes.Index(list, []byte("\nitems:\n"))+len("\nitems:\n"):]
+	for len(body) > 0 {
+		next := bytes.Index(body, []byte("\n- "))
+		if next < 0 {
+			items = append(items, body)
+			break
+		}
+		items = append(items, body[:next+1])
+		body = body[next+1:]
+	}
+	return list, items
+}
+
+func TestDecodeCorpus(t *testing.T) {
+	docs := decCorpus(t)
+	handled := 0
+	for name, data := range docs {
+		if decCheck(t, name, data) {
+			handled++
+		}
+	}
+	// Comments are outside the subset: count the documents without any.
+	plain, plainHandled := 0, 0
+	for _, data := range docs {
+		if !bytes.Contains(data, []byte("#")) && len(bytes.TrimSpace(data)) > 0 {
+			plain++
+			if _, ok := Decode(data); ok {
+				plainHandled++
+			}
+		}
+	}
+	t.Logf("handled %d of %d corpus documents; %d of the %d without comments", handled, len(docs), plainHandled, plain)
+	if len(docs) < 100 || plain < 100 || plainHandled*100 < plain*95 {
+		t.Errorf("handled only %d of %d corpus documents without comments", plainHandled, plain)
+	}
+
+	// With comments the list falls back (or, if handled, matches yaml.v3).
+	list, items := decResourceList(t, docs, false)
+	decCheck(t, "ResourceList with comments", list)
+	for i, item := range items {
+		decCheckItem(t, fmt.Sprintf("commented item %d", i), item)
+	}
+	list, items = decResourceList(t, docs, true)
+	decCheck(t, "ResourceList", list)
+	itemsHandled := 0
+	var handledList bytes.Buffer
+	handledList.WriteString("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n")
+	for i, item := range items {
+		if decCheckItem(t, fmt.Sprintf("item %d", i), item) {
+			itemsHandled++
+			handledList.Write(item)
+		}
+	}
+	t.Logf("DecodeSeqItem handled %d of %d items", itemsHandled, len(items))
+	if len(items) < 50 || itemsHandled*100 < len(items)*95 {
+		t.Errorf("DecodeSeqItem handled only %d of %d items", itemsHandled, len(items))
+	}
+	if !decCheck(t, "ResourceList of the handled items", handledList.Bytes()) {
+		t.Errorf("the ResourceList of the handled items is not handled")
+	}
+}
+
+// decBenchList is a ResourceList as kyaml encodes it: n ConfigMaps and
+// Deployment-like resources with literal strings and quoted numbers.
+func decBenchList(n int) []byte {
+	var b strings.Builder
+	b.WriteString("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n")
+	for i := 0; i < n; i++ {
+		if i%2 == 0 {
+			fmt.Fprintf(&b, `- apiVersion: v1
+  kind: ConfigMap
+  metadata:
+    name: cm-%d
+    namespace: default
+    labels:
+      app: demo
+      tier: "backend"
+    annotations:
+      config.kubernetes.io/index: '0'
+      internal.config.kubernetes.io/path: 'cm-%d.yaml'
+  data:
+    port: "8080"
+    enabled: "true"
+    script: |
+      #!/bin/sh
+      echo hello %d
+      exit 0
+    empty: ""
+`, i, i, i)
+			continue
+		}
+		fmt.Fprintf(&b, `- apiVersion: apps/v1
+  kind: Deployment
+  metadata:
+    name: app-%d
+    labels:
+      app: demo
+  spec:
+    replicas: 3
+    selector:
+      matchLabels:
+        app: demo
+    template:
+      metadata:
+        labels:
+          app: demo
+      spec:
+        containers:
+        - name: app
+          image: registry.example.com/app:v1.2.%d
+          args:
+          - --port=8080
+          - --verbose
+          ports:
+          - containerPort: 8080
+            protocol: TCP
+          env:
+          - name: MODE
+            value: "production"
+          - name: RETRIES
+            value: "3"
+          resources:
+            limits:
+              cpu: 500m
+              memory: 128Mi
+        volumes: []
+        securityContext: {}
+`, i, i)
+	}
+	return []byte(b.String())
+}
+
+func TestDecodeBenchInput(t *testing.T) {
+	data := decBenchList(20)
+	if !decCheck(t, "bench list", data) {
+		t.Fatal("benchmark input not handled")
+	}
+}
+
+func BenchmarkDecode(b *testing.B) {
+	data := decBenchList(1000)
+	b.Run("yaml.v3", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		b.ReportAllocs()
+		for b.Loop() {
+			var n yaml.Node
+			if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&n); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("fastyaml", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, ok := Decode(data); !ok {
+				b.Fatal("not handled")
+			}
+		}
+	})
+}
