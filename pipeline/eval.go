@@ -10,7 +10,6 @@ import (
 
 	kptv1 "github.com/kptr-dev/kptr/pipeline/kptfile/v1"
 	"sigs.k8s.io/kustomize/kyaml/kio"
-	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
@@ -76,7 +75,7 @@ func Eval(ctx context.Context, dir string, fn EvalFunction, opts Options, stdin 
 			return fail(err)
 		}
 		for _, n := range nodes {
-			if p, _, err := kioutil.GetFileAnnotations(n); err == nil {
+			if p, _, err := fileAnnotations(n); err == nil {
 				r.inputFiles[filepath.Clean(p)] = true
 			}
 		}

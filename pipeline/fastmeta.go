@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"unicode/utf8"
+
 	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
@@ -46,4 +48,152 @@ func pathAndIndex(rn *yaml.RNode) (string, string) {
 		i = annotation(rn, kioutil.LegacyIndexAnnotation) //nolint:staticcheck
 	}
 	return p, i
+}
+
+// The annotation edits below are kyaml's yaml.SetAnnotation,
+// yaml.ClearAnnotation and yaml.ClearEmptyAnnotations, with the same effect
+// on the node tree, done in place for the shape every resource has
+// (metadata and annotations plain mappings, no duplicate keys). Through
+// RNode.Pipe each of them cost several allocations and reflective filter
+// calls per resource, run a few times per resource per function. Any other
+// shape goes through kyaml itself. fastmeta_test.go checks both agree.
+
+// plainMap reports whether n is a mapping kyaml's filters accept as one.
+func plainMap(n *yaml.Node) bool {
+	return n != nil && n.Kind == yaml.MappingNode && n.Tag != "!!null" && len(n.Content)%2 == 0
+}
+
+// uniqueField returns the index of the key node named key in mapping m, -1
+// when absent; ok is false when the key occurs more than once.
+func uniqueField(m *yaml.Node, key string) (i int, ok bool) {
+	i = -1
+	for j := 0; j+1 < len(m.Content); j += 2 {
+		if m.Content[j].Value == key {
+			if i >= 0 {
+				return -1, false
+			}
+			i = j
+		}
+	}
+	return i, true
+}
+
+// metaNodes finds metadata and metadata.annotations of rn (nil when absent);
+// ok is false when they are not in the plain shape.
+func metaNodes(rn *yaml.RNode) (root, md, ann *yaml.Node, mi, ai int, ok bool) {
+	root = rn.YNode()
+	if !plainMap(root) {
+		return nil, nil, nil, -1, -1, false
+	}
+	mi, ok = uniqueField(root, "metadata")
+	if !ok || mi < 0 {
+		return root, nil, nil, mi, -1, ok
+	}
+	md = root.Content[mi+1]
+	if !plainMap(md) {
+		return nil, nil, nil, -1, -1, false
+	}
+	ai, ok = uniqueField(md, "annotations")
+	if !ok || ai < 0 {
+		return root, md, nil, mi, ai, ok
+	}
+	ann = md.Content[ai+1]
+	if !plainMap(ann) {
+		return nil, nil, nil, -1, -1, false
+	}
+	return root, md, ann, mi, ai, true
+}
+
+// setAnnotation is rn.PipeE(yaml.SetAnnotation(key, value)).
+func setAnnotation(rn *yaml.RNode, key, value string) error {
+	_, _, ann, _, _, ok := metaNodes(rn)
+	if !ok || ann == nil || len(ann.Content) == 0 || !utf8.ValidString(value) {
+		return rn.PipeE(yaml.SetAnnotation(key, value))
+	}
+	i, ok := uniqueField(ann, key)
+	if !ok {
+		return rn.PipeE(yaml.SetAnnotation(key, value))
+	}
+	if i >= 0 {
+		// FieldSetter replaces the whole value node, keeping only its style
+		v := ann.Content[i+1]
+		*v = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: value, Style: v.Style}
+		return nil
+	}
+	ann.Content = append(ann.Content,
+		&yaml.Node{Kind: yaml.ScalarNode, Value: key},
+		&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: value, Style: yaml.SingleQuotedStyle})
+	return nil
+}
+
+// clearAnnotation is rn.PipeE(yaml.ClearAnnotation(key)).
+func clearAnnotation(rn *yaml.RNode, key string) error {
+	_, _, ann, _, _, ok := metaNodes(rn)
+	if !ok {
+		return rn.PipeE(yaml.ClearAnnotation(key))
+	}
+	if ann == nil {
+		return nil
+	}
+	for j := 0; j+1 < len(ann.Content); j += 2 {
+		if ann.Content[j].Value == key {
+			ann.Content = append(ann.Content[:j], ann.Content[j+2:]...)
+			return nil
+		}
+	}
+	return nil
+}
+
+// clearEmptyAnnotations is yaml.ClearEmptyAnnotations(rn): an empty
+// annotations field goes, then an empty metadata field.
+func clearEmptyAnnotations(rn *yaml.RNode) error {
+	root, md, ann, mi, ai, ok := metaNodes(rn)
+	if !ok {
+		return yaml.ClearEmptyAnnotations(rn)
+	}
+	if md == nil {
+		return nil
+	}
+	if ann != nil && len(ann.Content) == 0 {
+		md.Content = append(md.Content[:ai], md.Content[ai+2:]...)
+	}
+	if len(md.Content) == 0 {
+		root.Content = append(root.Content[:mi], root.Content[mi+2:]...)
+	}
+	return nil
+}
+
+// fileAnnotations is kioutil.GetFileAnnotations without building maps of
+// the whole metadata: the path and index annotations (the legacy spelling
+// when the current one is absent; the last of duplicate keys, values of
+// null nodes read as "", as GetMeta reads them).
+func fileAnnotations(rn *yaml.RNode) (path, index string, err error) {
+	_, _, ann, _, _, ok := metaNodes(rn)
+	if !ok {
+		return kioutil.GetFileAnnotations(rn)
+	}
+	if ann == nil {
+		return "", "", nil
+	}
+	path, found := lookupLast(ann, kioutil.PathAnnotation)
+	if !found {
+		path, _ = lookupLast(ann, kioutil.LegacyPathAnnotation) //nolint:staticcheck
+	}
+	index, found = lookupLast(ann, kioutil.IndexAnnotation)
+	if !found {
+		index, _ = lookupLast(ann, kioutil.LegacyIndexAnnotation) //nolint:staticcheck
+	}
+	return path, index, nil
+}
+
+func lookupLast(m *yaml.Node, key string) (v string, found bool) {
+	for j := 0; j+1 < len(m.Content); j += 2 {
+		if m.Content[j].Value == key {
+			v, found = m.Content[j+1].Value, true
+			if m.Content[j+1].Tag == "!!null" {
+				v = ""
+			}
+		}
+	}
+	return v, found
 }

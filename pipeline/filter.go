@@ -28,10 +28,10 @@ func runFilter(run func(io.Reader, io.Writer) error, fnConfig *yaml.RNode, input
 	ids := make(map[string]*yaml.RNode, len(input))
 	for i, n := range input {
 		id := strconv.Itoa(i + 1)
-		if err := n.PipeE(yaml.SetAnnotation(kioutil.IdAnnotation, id)); err != nil {
+		if err := setAnnotation(n, kioutil.IdAnnotation, id); err != nil {
 			return nil, nil, err
 		}
-		if err := n.PipeE(yaml.SetAnnotation(kioutil.LegacyIdAnnotation, id)); err != nil { //nolint:staticcheck
+		if err := setAnnotation(n, kioutil.LegacyIdAnnotation, id); err != nil { //nolint:staticcheck
 			return nil, nil, err
 		}
 		ids[id] = n
@@ -55,7 +55,7 @@ func runFilter(run func(io.Reader, io.Writer) error, fnConfig *yaml.RNode, input
 		if id == "" || !ok {
 			continue
 		}
-		if !(noComments(from.YNode()) && noComments(n.YNode()) && noFolded(n.YNode()) && inOrder(from.YNode(), n.YNode())) {
+		if !(noDocComments(from) && noComments(from.YNode()) && noComments(n.YNode()) && noFolded(n.YNode()) && inOrder(from.YNode(), n.YNode())) {
 			if err := comments.CopyComments(from, n); err != nil {
 				return nil, nil, err
 			}
@@ -63,10 +63,10 @@ func runFilter(run func(io.Reader, io.Writer) error, fnConfig *yaml.RNode, input
 				return nil, nil, err
 			}
 		}
-		if err := n.PipeE(yaml.ClearAnnotation(kioutil.IdAnnotation)); err != nil {
+		if err := clearAnnotation(n, kioutil.IdAnnotation); err != nil {
 			return nil, nil, err
 		}
-		if err := n.PipeE(yaml.ClearAnnotation(kioutil.LegacyIdAnnotation)); err != nil { //nolint:staticcheck
+		if err := clearAnnotation(n, kioutil.LegacyIdAnnotation); err != nil { //nolint:staticcheck
 			return nil, nil, err
 		}
 	}
@@ -121,6 +121,13 @@ func noComments(n *yaml.Node) bool {
 		}
 	}
 	return true
+}
+
+// noDocComments: a document's own comments (a license header followed by a
+// blank line) are copied onto the output resource by CopyComments.
+func noDocComments(rn *yaml.RNode) bool {
+	d := rn.Document()
+	return d.HeadComment == "" && d.LineComment == "" && d.FootComment == ""
 }
 
 func noFolded(n *yaml.Node) bool {
@@ -191,7 +198,7 @@ func writeResourceList(w io.Writer, nodes []*yaml.RNode, fnConfig *yaml.RNode) e
 	for i := 0; i < len(nodes); i += chunk {
 		seq := &yaml.Node{Kind: yaml.SequenceNode}
 		for _, n := range nodes[i:min(i+chunk, len(nodes))] {
-			if err := yaml.ClearEmptyAnnotations(n); err != nil {
+			if err := clearEmptyAnnotations(n); err != nil {
 				return err
 			}
 			seq.Content = append(seq.Content, n.YNode())

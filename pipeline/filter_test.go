@@ -14,10 +14,12 @@ import (
 // on its fast path and off it.
 func TestRunFilterMatchesKyaml(t *testing.T) {
 	inputs := map[string]string{
-		"plain":    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  x: '1'\n  y: \"2\"\n",
-		"comments": "# head\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a # line\ndata:\n  # x\n  x: '1'\n",
-		"folded":   "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  x: >\n    folded\n    text\n",
-		"lists":    "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec:\n  template:\n    spec:\n      containers:\n      - name: c\n        image: i\n        args: [a, b]\n",
+		"plain":       "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  x: '1'\n  y: \"2\"\n",
+		"comments":    "# head\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a # line\ndata:\n  # x\n  x: '1'\n",
+		"doc-comment": "# license\n\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  x: '1'\n# trailer\n",
+		"license":     "# license\n\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  x: '1'\n",
+		"folded":      "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  x: >\n    folded\n    text\n",
+		"lists":       "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec:\n  template:\n    spec:\n      containers:\n      - name: c\n        image: i\n        args: [a, b]\n",
 	}
 	// functions as Go code: pass through, reverse fields, strip comments, add fields
 	funcs := map[string]func(*yaml.Node){

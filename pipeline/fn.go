@@ -204,9 +204,9 @@ func (r *renderer) doFunction(st *fnStep, pn *pkgNode, input []*yaml.RNode, fnCo
 	// the filter numbers its input in place; the numbers must not outlive
 	// the call (a failed call never gets to remove them)
 	for _, n := range input {
-		_ = n.PipeE(yaml.ClearAnnotation(kioutil.IdAnnotation))
-		_ = n.PipeE(yaml.ClearAnnotation(kioutil.LegacyIdAnnotation)) //nolint:staticcheck
-		_ = yaml.ClearEmptyAnnotations(n)
+		_ = clearAnnotation(n, kioutil.IdAnnotation)
+		_ = clearAnnotation(n, kioutil.LegacyIdAnnotation) //nolint:staticcheck
+		_ = clearEmptyAnnotations(n)
 	}
 	var ee *execError
 	if err != nil && !errors.As(err, &ee) {
@@ -219,7 +219,7 @@ func (r *renderer) doFunction(st *fnStep, pn *pkgNode, input []*yaml.RNode, fnCo
 	if pn != nil {
 		for _, n := range output {
 			if pkgPathOf(n) == "" {
-				if e := n.PipeE(yaml.SetAnnotation(pkgPathAnnotation, pn.dir)); e != nil {
+				if e := setAnnotation(n, pkgPathAnnotation, pn.dir); e != nil {
 					return nil, e
 				}
 			}

@@ -234,7 +234,7 @@ func (r *renderer) hydrateBFS() ([]*yaml.RNode, error) {
 
 func (r *renderer) trackInput(pn *pkgNode, nodes []*yaml.RNode) {
 	for _, n := range nodes {
-		p, _, err := kioutil.GetFileAnnotations(n)
+		p, _, err := fileAnnotations(n)
 		if err == nil {
 			r.inputFiles[filepath.Join(pn.rel, filepath.Clean(p))] = true
 		}
@@ -273,7 +273,7 @@ func (r *renderer) validatePipeline(pn *pkgNode, input []*yaml.RNode) error {
 		if pkgPathOf(n) != pn.dir {
 			continue
 		}
-		if p, _, err := kioutil.GetFileAnnotations(n); err == nil {
+		if p, _, err := fileAnnotations(n); err == nil {
 			own[filepath.Clean(p)] = true
 		}
 	}
@@ -315,7 +315,7 @@ func configFor(pn *pkgNode, f kptv1.Function, input []*yaml.RNode) (*yaml.RNode,
 	switch {
 	case f.ConfigPath != "":
 		for _, n := range input {
-			p, _, err := kioutil.GetFileAnnotations(n)
+			p, _, err := fileAnnotations(n)
 			if err == nil && pkgPathOf(n) == pn.dir && filepath.Clean(p) == filepath.Clean(f.ConfigPath) {
 				return n, nil
 			}
@@ -460,7 +460,7 @@ func (r *renderer) runValidators(pn *pkgNode, input []*yaml.RNode) error {
 func adjustRelPath(root *pkgNode, nodes []*yaml.RNode) error {
 	for _, n := range nodes {
 		pkgDir := pkgPathOf(n)
-		p, _, err := kioutil.GetFileAnnotations(n)
+		p, _, err := fileAnnotations(n)
 		if err != nil {
 			return err
 		}
@@ -470,14 +470,14 @@ func adjustRelPath(root *pkgNode, nodes []*yaml.RNode) error {
 				return fmt.Errorf("subpackage %q is not a descendant of %q", pkgDir, root.dir)
 			}
 			p = filepath.Join(rel, filepath.Clean(p))
-			if err := n.PipeE(yaml.SetAnnotation(kioutil.PathAnnotation, p)); err != nil {
+			if err := setAnnotation(n, kioutil.PathAnnotation, p); err != nil {
 				return err
 			}
-			if err := n.PipeE(yaml.SetAnnotation(kioutil.LegacyPathAnnotation, p)); err != nil { //nolint:staticcheck
+			if err := setAnnotation(n, kioutil.LegacyPathAnnotation, p); err != nil { //nolint:staticcheck
 				return err
 			}
 		}
-		if err := n.PipeE(yaml.ClearAnnotation(pkgPathAnnotation)); err != nil {
+		if err := clearAnnotation(n, pkgPathAnnotation); err != nil {
 			return err
 		}
 	}

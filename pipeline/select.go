@@ -12,7 +12,7 @@ const resourceIDAnnotation = "internal.config.k8s.io/kpt-resource-id"
 
 func setResourceIDs(nodes []*yaml.RNode) error {
 	for i, n := range nodes {
-		if err := n.PipeE(yaml.SetAnnotation(resourceIDAnnotation, fmt.Sprint(i))); err != nil {
+		if err := setAnnotation(n, resourceIDAnnotation, fmt.Sprint(i)); err != nil {
 			return err
 		}
 	}
@@ -21,7 +21,7 @@ func setResourceIDs(nodes []*yaml.RNode) error {
 
 func deleteResourceIDs(nodes []*yaml.RNode) error {
 	for _, n := range nodes {
-		if err := n.PipeE(yaml.ClearAnnotation(resourceIDAnnotation)); err != nil {
+		if err := clearAnnotation(n, resourceIDAnnotation); err != nil {
 			return err
 		}
 	}

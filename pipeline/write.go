@@ -59,12 +59,12 @@ func writeOutput(dest string, stdout io.Writer, nodes []*yaml.RNode) error {
 // encodeFiles serialises nodes per path annotation, as kyaml's
 // LocalPackageWriter does: sorted by index, reader annotations dropped.
 func encodeFiles(nodes []*yaml.RNode) (map[string][]byte, error) {
-	if err := kioutil.DefaultPathAndIndexAnnotation("", nodes); err != nil {
+	if err := defaultPathAndIndex(nodes); err != nil {
 		return nil, err
 	}
 	byPath := map[string][]*yaml.RNode{}
 	for _, n := range nodes {
-		p, _, err := kioutil.GetFileAnnotations(n)
+		p, _, err := fileAnnotations(n)
 		if err != nil {
 			return nil, err
 		}
@@ -79,12 +79,11 @@ func encodeFiles(nodes []*yaml.RNode) (map[string][]byte, error) {
 	}
 	files := map[string][]byte{}
 	for p, ns := range byPath {
-		if err := kioutil.SortNodes(ns); err != nil {
+		if err := sortNodes(ns); err != nil {
 			return nil, err
 		}
 		var buf bytes.Buffer
-		if err := (kio.ByteWriter{Writer: &buf, ClearAnnotations: []string{kioutil.PathAnnotation,
-			kioutil.LegacyPathAnnotation, pkgPathAnnotation}}).Write(ns); err != nil { //nolint:staticcheck
+		if err := writeDocuments(&buf, ns, false, fileAnnotationsToClear); err != nil {
 			return nil, err
 		}
 		files[p] = buf.Bytes()
@@ -112,7 +111,7 @@ func (r *renderer) writeInPlace(out []*yaml.RNode) error {
 // (root-relative paths): conditions[type=Rendered] and renderStatus.
 func (r *renderer) setStatus(nodes []*yaml.RNode, renderErr error) error {
 	for i, n := range nodes {
-		p, _, _ := kioutil.GetFileAnnotations(n)
+		p, _, _ := fileAnnotations(n)
 		if filepath.Clean(p) != kptv1.KptFileName || n.GetKind() != kptv1.KptFileKind {
 			continue
 		}
