@@ -198,7 +198,12 @@ func (e *emitter) increaseIndent(flow, inSeq, compactSeq bool) int {
 // mapping), simpleKey (a mapping key). It reports false for anything outside
 // the handled subset.
 func (e *emitter) node(n *yaml.Node, root, inSeq, mapping, simpleKey bool) bool {
-	if n.Anchor != "" || hasComment(n) || n.Style&(yaml.FlowStyle|yaml.TaggedStyle) != 0 {
+	if n.Anchor != "" || hasComment(n) || n.Style&yaml.TaggedStyle != 0 {
+		return false
+	}
+	// FlowStyle means nothing on a scalar, and an empty collection is
+	// written in flow style anyway; non-empty flow collections fall back.
+	if n.Style&yaml.FlowStyle != 0 && n.Kind != yaml.ScalarNode && len(n.Content) != 0 {
 		return false
 	}
 	switch n.Kind {
@@ -340,8 +345,17 @@ func containsNewline(s string) bool {
 
 // resolvedTag is the tag yaml.v3 resolves an untagged plain value to.
 func resolvedTag(v string) string {
-	if v != "" && resolveTable[v[0]] == 0 {
-		return strTag // resolve's fast path: no hint, so a string
+	if v != "" {
+		switch resolveTable[v[0]] {
+		case 0:
+			return strTag // no hint: resolve returns !!str
+		case 'M':
+			// resolve looks such values up in resolveMap only.
+			if item, ok := resolveMap[v]; ok {
+				return item.tag
+			}
+			return strTag
+		}
 	}
 	tag, _ := resolve("", v)
 	return tag
@@ -709,6 +723,15 @@ func (e *emitter) writeDoubleQuoted(value string) {
 				e.buf = append(e.buf, hexDigits[(v>>uint(k))&0x0F])
 			}
 			e.column += 1 + digits
+		} else if c >= 0x20 && c < 0x7F && !bom {
+			// A run of printable ASCII other than the escaped '"' and '\\'.
+			j := i + 1
+			for j < len(value) && value[j] >= 0x20 && value[j] < 0x7F && value[j] != '"' && value[j] != '\\' {
+				j++
+			}
+			e.buf = append(e.buf, value[i:j]...)
+			e.column += j - i
+			i = j
 		} else {
 			i = e.write(value, i)
 		}
@@ -754,13 +777,27 @@ func (e *emitter) writeLiteral(value string) {
 		if isBreak(value, i) {
 			i = e.writeBreak(value, i)
 			breaks = true
-		} else {
-			if breaks {
-				e.writeIndent()
-			}
-			i = e.write(value, i)
-			e.indention = false
-			breaks = false
+			continue
 		}
+		if breaks {
+			e.writeIndent()
+		}
+		// Copy the run of characters up to the next line break at once.
+		j, runes := i, 0
+		for j < len(value) {
+			c := value[j]
+			if c == '\n' || c == '\r' || (c == 0xC2 || c == 0xE2) && isBreak(value, j) {
+				break
+			}
+			if c&0xC0 != 0x80 {
+				runes++
+			}
+			j++
+		}
+		e.buf = append(e.buf, value[i:j]...)
+		e.column += runes
+		e.indention = false
+		breaks = false
+		i = j
 	}
 }

@@ -512,3 +512,192 @@ func TestEncodeRandomTrees(t *testing.T) {
 		t.Errorf("only %d of %d random trees handled", handled, rounds)
 	}
 }
+
+// benchResources is n Kubernetes-like resources (ConfigMaps with numeric,
+// boolean and multi-line data; Deployments with containers, ports, env,
+// resources, labels), as yaml.v3 decodes them.
+func benchResources(tb testing.TB, n int) []*yaml.Node {
+	const cm = `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: app-config-%d
+  namespace: team-a
+  labels:
+    app.kubernetes.io/name: app
+    app.kubernetes.io/instance: app-%d
+  annotations:
+    config.kubernetes.io/index: '%d'
+    internal.config.kubernetes.io/path: 'configmaps/app-%d.yaml'
+data:
+  port: "8080"
+  debug: "false"
+  replicas: "3"
+  greeting: hello world
+  url: https://example.com/api/v1?x=1
+  script: |
+    #!/bin/sh
+    set -eu
+    echo "starting $HOSTNAME"
+    exec /app --port=8080
+  empty: ""
+`
+	const deploy = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web-%d
+  namespace: team-a
+  labels:
+    app: web
+    tier: frontend
+spec:
+  replicas: 3
+  selector:
+    matchLabels:
+      app: web
+  template:
+    metadata:
+      labels:
+        app: web
+    spec:
+      containers:
+      - name: web
+        image: gcr.io/example/web:v1.%d.0
+        args:
+        - --port=8080
+        - --verbose
+        ports:
+        - containerPort: 8080
+          protocol: TCP
+        - containerPort: 9090
+          name: metrics
+        env:
+        - name: MODE
+          value: production
+        - name: WORKERS
+          value: "4"
+        resources:
+          limits:
+            cpu: 500m
+            memory: 128Mi
+          requests:
+            cpu: 250m
+            memory: 64Mi
+        readinessProbe:
+          httpGet:
+            path: /healthz
+            port: 8080
+      tolerations: []
+`
+	var out []*yaml.Node
+	for i := 0; i < n; i++ {
+		src := fmt.Sprintf(cm, i, i, i, i)
+		if i%2 == 1 {
+			src = fmt.Sprintf(deploy, i, i)
+		}
+		var d yaml.Node
+		if err := yaml.Unmarshal([]byte(src), &d); err != nil {
+			tb.Fatal(err)
+		}
+		out = append(out, &d)
+	}
+	return out
+}
+
+func TestBenchResourcesHandled(t *testing.T) {
+	var items []*yaml.Node
+	for _, d := range benchResources(t, 10) {
+		if !check(t, d) {
+			t.Fatalf("benchmark resource not handled:\n%s", dump(d))
+		}
+		items = append(items, d.Content[0])
+	}
+	for _, st := range styles {
+		var buf []byte
+		for _, it := range items {
+			var ok bool
+			if buf, ok = AppendSeqItem(buf, it, st); !ok {
+				t.Fatal("not handled")
+			}
+		}
+		want, _ := refEncode(seq(items...), st)
+		if !bytes.Equal(buf, want) {
+			t.Fatalf("style %d: seq items differ", st)
+		}
+	}
+}
+
+// BenchmarkEncode: 1,000 resources (half ConfigMaps, half Deployments),
+// each encoded as a document, by yaml.v3 (kyaml's settings) and by
+// AppendDocument; and as the items of a ResourceList (one block sequence).
+func BenchmarkEncode(b *testing.B) {
+	docs := benchResources(b, 1000)
+	var size int64
+	for _, d := range docs {
+		out, _ := AppendDocument(nil, d, Compact)
+		size += int64(len(out))
+	}
+	b.Run("docs/yaml.v3", func(b *testing.B) {
+		b.SetBytes(size)
+		b.ReportAllocs()
+		var w bytes.Buffer
+		for i := 0; i < b.N; i++ {
+			w.Reset()
+			for _, d := range docs {
+				e := yaml.NewEncoder(&w)
+				e.SetIndent(2)
+				e.CompactSeqIndent()
+				if err := e.Encode(d); err != nil {
+					b.Fatal(err)
+				}
+				e.Close()
+			}
+		}
+	})
+	b.Run("docs/fastyaml", func(b *testing.B) {
+		b.SetBytes(size)
+		b.ReportAllocs()
+		var buf []byte
+		for i := 0; i < b.N; i++ {
+			buf = buf[:0]
+			for _, d := range docs {
+				var ok bool
+				if buf, ok = AppendDocument(buf, d, Compact); !ok {
+					b.Fatal("not handled")
+				}
+			}
+		}
+	})
+	items := seq()
+	for _, d := range docs {
+		items.Content = append(items.Content, d.Content[0])
+	}
+	b.Run("resourcelist/yaml.v3", func(b *testing.B) {
+		b.SetBytes(size)
+		b.ReportAllocs()
+		var w bytes.Buffer
+		for i := 0; i < b.N; i++ {
+			w.Reset()
+			e := yaml.NewEncoder(&w)
+			e.SetIndent(2)
+			e.CompactSeqIndent()
+			if err := e.Encode(items); err != nil {
+				b.Fatal(err)
+			}
+			e.Close()
+		}
+	})
+	b.Run("resourcelist/fastyaml", func(b *testing.B) {
+		b.SetBytes(size)
+		b.ReportAllocs()
+		var buf []byte
+		for i := 0; i < b.N; i++ {
+			buf = buf[:0]
+			for _, it := range items.Content {
+				var ok bool
+				if buf, ok = AppendSeqItem(buf, it, Compact); !ok {
+					b.Fatal("not handled")
+				}
+			}
+		}
+	})
+}
