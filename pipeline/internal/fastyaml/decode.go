@@ -293,7 +293,12 @@ func (d *decoder) inline(p, ind int, collections bool) *yaml.Node {
 	switch c {
 	case '|':
 		return d.literal(p, ind)
-	case '{', '[':
+	case '[':
+		if p+1 >= d.n || d.src[p+1] != ']' {
+			return d.flowSeq(p)
+		}
+		fallthrough
+	case '{':
 		if p+1 >= d.n || d.src[p+1] != c+2 {
 			reject()
 		}
@@ -798,4 +803,105 @@ func (d *decoder) literal(p, ind int) *yaml.Node {
 		d.pos = d.n
 	}
 	return nd
+}
+
+// flowSeq parses a single-line flow sequence of plain and quoted scalars
+// ("[a, 'b', "c"]") whose '[' is at p.
+func (d *decoder) flowSeq(p int) *yaml.Node {
+	nd := d.newNode(yaml.SequenceNode, seqTagS, "", d.line, d.col(p))
+	nd.Style = yaml.FlowStyle
+	mark := len(d.stack)
+	i := p + 1
+	for i < d.n && d.src[i] == ' ' {
+		i++
+	}
+	if i < d.n && d.src[i] == ']' {
+		d.restBlank(i + 1)
+		return nd
+	}
+	for {
+		if i >= d.n {
+			reject()
+		}
+		var item *yaml.Node
+		switch c := d.src[i]; c {
+		case '"', '\'':
+			item, i = d.scalar(i)
+		case '-':
+			if d.blankz(i + 1) {
+				reject()
+			}
+			item, i = d.flowPlain(i)
+		case '?', ':', ',', '[', ']', '{', '}', '#', '&', '*', '!', '|', '>', '%', '@', '`', ' ', '\t', '\n':
+			reject()
+		default:
+			item, i = d.flowPlain(i)
+		}
+		d.stack = append(d.stack, item)
+		for i < d.n && d.src[i] == ' ' {
+			i++
+		}
+		if i >= d.n {
+			reject()
+		}
+		if d.src[i] == ']' {
+			break
+		}
+		if d.src[i] != ',' {
+			reject()
+		}
+		i++
+		for i < d.n && d.src[i] == ' ' {
+			i++
+		}
+		if i < d.n && d.src[i] == ']' {
+			reject() // a trailing comma: not handled
+		}
+	}
+	d.finish(nd, mark)
+	d.restBlank(i + 1)
+	return nd
+}
+
+// flowPlain scans a single-line plain scalar inside a flow sequence.
+func (d *decoder) flowPlain(p int) (*yaml.Node, int) {
+	line, col := d.line, d.col(p)
+	i, end := p, p
+	for {
+		s := i
+		for i < d.n {
+			c := d.src[i]
+			if c == ' ' || c == '\n' || c == ',' || c == ']' {
+				break
+			}
+			switch c {
+			case '\t', '?', '[', '{', '}':
+				reject()
+			case ':':
+				if i+1 >= d.n || d.src[i+1] == ' ' || d.src[i+1] == '\n' || d.src[i+1] == '\t' {
+					reject() // a key: value pair
+				}
+			}
+			i++
+		}
+		if i > s {
+			end = i
+		}
+		for i < d.n && d.src[i] == ' ' {
+			i++
+		}
+		if i >= d.n {
+			reject()
+		}
+		switch d.src[i] {
+		case ',', ']':
+			v := d.src[p:end]
+			if v == "<<" {
+				reject()
+			}
+			return d.newNode(yaml.ScalarNode, plainTag(v), v, line, col), end
+		case '#', '\t', '\n':
+			reject()
+		}
+	}
 }

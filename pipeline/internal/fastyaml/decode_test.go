@@ -259,6 +259,10 @@ func TestDecodeTable(t *testing.T) {
 		"...a: b\n",
 		"a: ---\n",
 		"- ---\n",
+		"a: [b]\n", "a: [b, c]\n", "a: [ b ,c ]\n", "a: ['b', \"c\", d e]\n", "a: [ ]\n", "a: [b,]\n",
+		"a: [b, [c]]\n", "a: [b: c]\n", "a: [b:c, d:]\n", "a: [-b, -]\n", "a: [- b]\n", "a: [b #c]\n",
+		"a: [b#c]\n", "a: [b\n", "a: [b,\n  c]\n", "a: [b?c]\n", "a: [\"b\":c]\n", "a: [1, true, ~, null, 0x1]\n",
+		"- [a]\n- [é, ü]\n", "[a, b]\n", "[a]: b\n", "a: [b] c\n", "a: [<<]\n", "a: [b, {}]\n", "a: [b,,c]\n",
 	}
 	n := 0
 	for _, in := range handled {
@@ -271,7 +275,7 @@ func TestDecodeTable(t *testing.T) {
 	for _, in := range []string{
 		"a: b\n", "a:\n", "- a\n", "key:\n- a\n", "- a: b\n  c: d\n", "a: {}\nb: []\n",
 		"a: 'x'\n", "a: \"\\n\"\n", "a: |\n  x\n", "a: |-\n  x\n", "a: |+\n  x\n\n", "---\na: b\n",
-		"a: |2\n   x\n", "é: ü\n", "a: b\na: c\n",
+		"a: |2\n   x\n", "é: ü\n", "a: b\na: c\n", "a: [b, 'c']\n",
 	} {
 		if _, ok := Decode([]byte(in)); !ok {
 			t.Errorf("%q: not handled", in)
@@ -279,7 +283,7 @@ func TestDecodeTable(t *testing.T) {
 	}
 	// Inputs that must fall back.
 	for _, in := range []string{
-		"a: b # c\n", "a: &x b\n", "a: *x\n", "a: !!str b\n", "a: >\n  x\n", "a: [b]\n", "? a\n: b\n",
+		"a: b # c\n", "a: &x b\n", "a: *x\n", "a: !!str b\n", "a: >\n  x\n", "a: {b: c}\n", "? a\n: b\n",
 		"<<: {}\n", "a: b\r\n", "\ufeffa: b\n", "a: b\n---\nc: d\n", "", "a: b\n  c\n", "a: \"b\n  c\"\n",
 		"%YAML 1.2\n---\na: b\n", "a:\tb\n", "\ta: b\n",
 	} {
