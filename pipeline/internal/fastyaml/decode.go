@@ -58,6 +58,7 @@ const (
 	mapTagS   = "!!map"
 	seqTagS   = "!!seq"
 	maxKeyLen = 1000 // yaml.v3 drops simple keys longer than 1024 characters
+	maxDepth  = 1000 // yaml.v3 fails beyond 10000 levels
 )
 
 // errReject unwinds the parser when the input is outside the subset.
@@ -70,6 +71,9 @@ type decoder struct {
 	line      int  // 1-based number of the line starting at lineStart
 	lineStart int
 	pos       int // current position: start of a line between entries
+	depth     int // collections being parsed
+
+	colLine, colPos, colVal int // the last col() answer
 
 	slab  []yaml.Node
 	stack []*yaml.Node // children of the collections being parsed
@@ -120,6 +124,14 @@ func (d *decoder) init(data []byte) bool {
 	return true
 }
 
+// enter counts a collection level; leave is done by finish.
+func (d *decoder) enter() {
+	d.depth++
+	if d.depth > maxDepth {
+		reject()
+	}
+}
+
 func (d *decoder) newNode(kind yaml.Kind, tag, value string, line, col int) *yaml.Node {
 	if len(d.slab) == cap(d.slab) {
 		c := cap(d.slab) * 2
@@ -161,6 +173,7 @@ func (d *decoder) finish(nd *yaml.Node, mark int) {
 		kids[i] = nil
 	}
 	d.stack = d.stack[:mark]
+	d.depth--
 }
 
 // col is the 1-based column (in characters, as yaml.v3 counts) of byte p
@@ -169,12 +182,18 @@ func (d *decoder) col(p int) int {
 	if d.ascii {
 		return p - d.lineStart + 1
 	}
-	c := 1
-	for i := d.lineStart; i < p; i++ {
+	// Count from the last position asked on this line (positions are
+	// asked in increasing order on a line, so a line costs O(length)).
+	i, c := d.lineStart, 1
+	if d.colLine == d.lineStart && d.colPos <= p && d.colPos > 0 {
+		i, c = d.colPos, d.colVal
+	}
+	for ; i < p; i++ {
 		if d.src[i]&0xC0 != 0x80 {
 			c++
 		}
 	}
+	d.colLine, d.colPos, d.colVal = d.lineStart, p, c
 	return c
 }
 
@@ -547,6 +566,7 @@ func (d *decoder) mapping(p int, key *yaml.Node, colon int) *yaml.Node {
 	c := d.col(p) - 1
 	nd := d.newNode(yaml.MappingNode, mapTagS, "", d.line, c+1)
 	mark := len(d.stack)
+	d.enter()
 	for {
 		if colon-p > maxKeyLen {
 			reject()
@@ -632,6 +652,7 @@ func (d *decoder) block(ind, parent int) *yaml.Node {
 func (d *decoder) sequence(p, c int, indentless bool) *yaml.Node {
 	nd := d.newNode(yaml.SequenceNode, seqTagS, "", d.line, c+1)
 	mark := len(d.stack)
+	d.enter()
 	for {
 		q := p + 1
 		for q < d.n && d.src[q] == ' ' {
@@ -810,7 +831,6 @@ func (d *decoder) literal(p, ind int) *yaml.Node {
 func (d *decoder) flowSeq(p int) *yaml.Node {
 	nd := d.newNode(yaml.SequenceNode, seqTagS, "", d.line, d.col(p))
 	nd.Style = yaml.FlowStyle
-	mark := len(d.stack)
 	i := p + 1
 	for i < d.n && d.src[i] == ' ' {
 		i++
@@ -819,6 +839,8 @@ func (d *decoder) flowSeq(p int) *yaml.Node {
 		d.restBlank(i + 1)
 		return nd
 	}
+	mark := len(d.stack)
+	d.enter()
 	for {
 		if i >= d.n {
 			reject()
