@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/kptr-dev/kptr/pipeline/internal/fastyaml"
+
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
@@ -264,8 +266,30 @@ func writeDocuments(buf *bytes.Buffer, nodes []*yaml.RNode, keepReader bool, cle
 }
 
 // encodeStream writes docs as one kyaml encoder writes them, each with its
-// sequence indentation.
+// sequence indentation: fastyaml, or yaml.v3 when fastyaml cannot take a
+// document or a document but the last would end the stream open ("...").
 func encodeStream(buf *bytes.Buffer, docs []*yaml.Node, wide []bool) error {
+	out := buf.AvailableBuffer()
+	fast := true
+	for i, d := range docs {
+		if i > 0 {
+			out = append(out, "---\n"...)
+		}
+		start := len(out)
+		style := fastyaml.Compact
+		if wide[i] {
+			style = fastyaml.Wide
+		}
+		var ok bool
+		if out, ok = fastyaml.AppendDocument(out, d, style); !ok || (i < len(docs)-1 && bytes.HasSuffix(out[start:], []byte("...\n"))) {
+			fast = false
+			break
+		}
+	}
+	if fast {
+		buf.Write(out)
+		return nil
+	}
 	e := yaml.NewEncoder(buf)
 	for i, d := range docs {
 		if wide[i] {

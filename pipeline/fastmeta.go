@@ -106,7 +106,16 @@ func metaNodes(rn *yaml.RNode) (root, md, ann *yaml.Node, mi, ai int, ok bool) {
 
 // setAnnotation is rn.PipeE(yaml.SetAnnotation(key, value)).
 func setAnnotation(rn *yaml.RNode, key, value string) error {
-	_, _, ann, _, _, ok := metaNodes(rn)
+	_, md, ann, _, _, ok := metaNodes(rn)
+	if ok && ann == nil && md != nil && len(md.Content) > 0 && utf8.ValidString(value) {
+		// PathGetter creates the annotations mapping, FieldSetter the field
+		md.Content = append(md.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: "annotations"}, &yaml.Node{Kind: yaml.MappingNode})
+		ann = md.Content[len(md.Content)-1]
+		ann.Content = append(ann.Content,
+			&yaml.Node{Kind: yaml.ScalarNode, Value: key},
+			&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: value, Style: yaml.SingleQuotedStyle})
+		return nil
+	}
 	if !ok || ann == nil || len(ann.Content) == 0 || !utf8.ValidString(value) {
 		return rn.PipeE(yaml.SetAnnotation(key, value))
 	}

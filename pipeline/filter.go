@@ -7,7 +7,6 @@ import (
 	"strconv"
 
 	"sigs.k8s.io/kustomize/kyaml/comments"
-	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
 	"sigs.k8s.io/kustomize/kyaml/order"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
@@ -36,17 +35,27 @@ func runFilter(run func(io.Reader, io.Writer) error, fnConfig *yaml.RNode, input
 		}
 		ids[id] = n
 	}
-	var in, out bytes.Buffer
-	if err := writeResourceList(&in, input, fnConfig); err != nil {
-		return nil, nil, err
-	}
-	exit := run(&in, &out)
-	r := &kio.ByteReader{Reader: &out}
-	output, err := r.Read()
+	in, err := encodeResourceList(input, fnConfig)
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, n := range output {
+	var out bytes.Buffer
+	exit := run(bytes.NewReader(in.data), &out)
+	output, results, reused, err := readResourceList(out.Bytes(), in, input)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, n := range output {
+		if reused[i] {
+			// the input's own nodes: nothing to copy back
+			if err := clearAnnotation(n, kioutil.IdAnnotation); err != nil {
+				return nil, nil, err
+			}
+			if err := clearAnnotation(n, kioutil.LegacyIdAnnotation); err != nil { //nolint:staticcheck
+				return nil, nil, err
+			}
+			continue
+		}
 		id := annotation(n, kioutil.IdAnnotation)
 		if id == "" {
 			id = annotation(n, kioutil.LegacyIdAnnotation) //nolint:staticcheck
@@ -71,7 +80,7 @@ func runFilter(run func(io.Reader, io.Writer) error, fnConfig *yaml.RNode, input
 		}
 	}
 	if exit != nil {
-		return output, r.Results, exit
+		return output, results, exit
 	}
 	for _, n := range output {
 		// DefaultPathAnnotation is a no-op for a resource whose path and
@@ -85,7 +94,7 @@ func runFilter(run func(io.Reader, io.Writer) error, fnConfig *yaml.RNode, input
 			return nil, nil, err
 		}
 	}
-	return output, r.Results, nil
+	return output, results, nil
 }
 
 // functionScope is the directory of a functionConfig read from a file (its
@@ -180,39 +189,15 @@ func inOrder(from, to *yaml.Node) bool {
 	return true
 }
 
-// writeResourceList writes what kio.ByteWriter{KeepReaderAnnotations: true,
-// WrappingKind: ResourceList, FunctionConfig: fnConfig} writes, item by item:
-// yaml.v3's emitter keeps every event of a document in one growing queue, so
-// a single 10k-item document cost gigabytes of allocations; items encoded
-// a few dozen at a time produce the same bytes with bounded memory, and without
-// ByteWriter's deep copy of every node.
+// writeResourceList writes the ResourceList a function reads (see
+// encodeResourceList).
 func writeResourceList(w io.Writer, nodes []*yaml.RNode, fnConfig *yaml.RNode) error {
-	if len(nodes) == 0 {
-		return kio.ByteWriter{Writer: w, KeepReaderAnnotations: true, FunctionConfig: fnConfig,
-			WrappingAPIVersion: kio.ResourceListAPIVersion, WrappingKind: kio.ResourceListKind}.Write(nodes)
-	}
-	if _, err := io.WriteString(w, "apiVersion: "+kio.ResourceListAPIVersion+"\nkind: "+kio.ResourceListKind+"\nitems:\n"); err != nil {
+	l, err := encodeResourceList(nodes, fnConfig)
+	if err != nil {
 		return err
 	}
-	const chunk = 64
-	for i := 0; i < len(nodes); i += chunk {
-		seq := &yaml.Node{Kind: yaml.SequenceNode}
-		for _, n := range nodes[i:min(i+chunk, len(nodes))] {
-			if err := clearEmptyAnnotations(n); err != nil {
-				return err
-			}
-			seq.Content = append(seq.Content, n.YNode())
-		}
-		if err := encodeDoc(w, seq); err != nil {
-			return err
-		}
-	}
-	if fnConfig != nil {
-		m := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
-			{Kind: yaml.ScalarNode, Value: "functionConfig"}, fnConfig.YNode()}}
-		return encodeDoc(w, m)
-	}
-	return nil
+	_, err = w.Write(l.data)
+	return err
 }
 
 func encodeDoc(w io.Writer, n *yaml.Node) error {

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	kptv1 "github.com/kptr-dev/kptr/pipeline/kptfile/v1"
-	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
@@ -100,14 +99,7 @@ func (p *pkgNode) subpackages(root *pkgNode) ([]*pkgNode, error) {
 // localResources reads the package's own files (not its subpackages'),
 // honouring .krmignore, files in lexical byte order (so the Kptfile first).
 func (p *pkgNode) localResources() ([]*yaml.RNode, error) {
-	nodes, err := kio.LocalPackageReader{
-		PackagePath:       p.dir,
-		PackageFileName:   kptv1.KptFileName,
-		MatchFilesGlob:    matchAllKRM,
-		PreserveSeqIndent: true,
-		SetAnnotations:    map[string]string{pkgPathAnnotation: p.dir},
-		WrapBareSeqNode:   true,
-	}.Read()
+	nodes, err := readPackage(p.dir)
 	if err != nil {
 		// name the file relative to the package, not by its absolute path
 		msg := strings.ReplaceAll(err.Error(), p.dir+string(filepath.Separator), "")

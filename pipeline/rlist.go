@@ -1,0 +1,274 @@
+package pipeline
+
+import (
+	"bytes"
+	"hash/maphash"
+	"runtime"
+	"sync"
+
+	"github.com/kptr-dev/kptr/pipeline/internal/fastyaml"
+	"sigs.k8s.io/kustomize/kyaml/kio"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// The ResourceList a function reads and the one it prints.
+//
+// Most functions leave most resources as they got them (validators all of
+// them), and a function that parses its input with kyaml prints an
+// unchanged resource as exactly the bytes it was given. So kptr keeps where
+// each item's bytes sit in the list it wrote, cuts the function's output
+// into items at the lines that start them, and for an item whose bytes are
+// those of an input item takes the input's nodes instead of parsing it
+// again (only for input items without comments or folded scalars, where
+// the round trip plus kyaml's comment copy-back gives the same tree). The
+// other items are parsed one by one, in parallel. Any output that is not
+// plainly a block ResourceList is read whole by kyaml's ByteReader, as
+// before. rlist_test.go checks both ways agree.
+
+// encodedList is an encoded ResourceList with each item's place in it.
+type encodedList struct {
+	data  []byte
+	spans [][2]int // item i is data[spans[i][0]:spans[i][1]]
+	seed  maphash.Seed
+	// byHash finds input items by the hash of their bytes; only items
+	// that may be reused are in it
+	byHash map[uint64]int
+}
+
+const rlHeader = "apiVersion: " + kio.ResourceListAPIVersion + "\nkind: " + kio.ResourceListKind + "\nitems:\n"
+
+// encodeResourceList writes what kio.ByteWriter{KeepReaderAnnotations: true,
+// WrappingKind: ResourceList, FunctionConfig: fnConfig} writes, item by
+// item (fastyaml where it can, yaml.v3 otherwise: the same bytes).
+func encodeResourceList(nodes []*yaml.RNode, fnConfig *yaml.RNode) (*encodedList, error) {
+	if len(nodes) == 0 {
+		var b bytes.Buffer
+		err := kio.ByteWriter{Writer: &b, KeepReaderAnnotations: true, FunctionConfig: fnConfig,
+			WrappingAPIVersion: kio.ResourceListAPIVersion, WrappingKind: kio.ResourceListKind}.Write(nodes)
+		return &encodedList{data: b.Bytes()}, err
+	}
+	l := &encodedList{seed: maphash.MakeSeed(), spans: make([][2]int, len(nodes)), byHash: make(map[uint64]int, len(nodes))}
+	buf := append(make([]byte, 0, 64<<10), rlHeader...)
+	for i, n := range nodes {
+		if err := clearEmptyAnnotations(n); err != nil {
+			return nil, err
+		}
+		start := len(buf)
+		var err error
+		if buf, err = appendSeqItem(buf, n.YNode()); err != nil {
+			return nil, err
+		}
+		l.spans[i] = [2]int{start, len(buf)}
+		if noDocComments(n) && noComments(n.YNode()) && noFolded(n.YNode()) {
+			h := maphash.Bytes(l.seed, buf[start:])
+			if _, dup := l.byHash[h]; !dup {
+				l.byHash[h] = i
+			}
+		}
+	}
+	if fnConfig != nil {
+		m := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
+			{Kind: yaml.ScalarNode, Value: "functionConfig"}, fnConfig.YNode()}}
+		var err error
+		if buf, err = appendDocument(buf, m); err != nil {
+			return nil, err
+		}
+	}
+	l.data = buf
+	return l, nil
+}
+
+// appendSeqItem appends n as an item of a compact top-level sequence.
+func appendSeqItem(buf []byte, n *yaml.Node) ([]byte, error) {
+	if out, ok := fastyaml.AppendSeqItem(buf, n, fastyaml.Compact); ok {
+		return out, nil
+	}
+	w := bytes.NewBuffer(buf)
+	err := encodeDoc(w, &yaml.Node{Kind: yaml.SequenceNode, Content: []*yaml.Node{n}})
+	return w.Bytes(), err
+}
+
+// appendDocument appends n as kyaml's encoder writes it as a document.
+func appendDocument(buf []byte, n *yaml.Node) ([]byte, error) {
+	if out, ok := fastyaml.AppendDocument(buf, n, fastyaml.Compact); ok {
+		return out, nil
+	}
+	w := bytes.NewBuffer(buf)
+	err := encodeDoc(w, n)
+	return w.Bytes(), err
+}
+
+// readResourceList reads a function's output as kio.ByteReader does
+// (items, and results), reusing the nodes of input items printed
+// unchanged; reused[i] says output[i] is input's node itself.
+func readResourceList(out []byte, in *encodedList, input []*yaml.RNode) (output []*yaml.RNode, results *yaml.RNode, reused []bool, err error) {
+	if output, results, reused, ok := splitResourceList(out, in, input); ok {
+		return output, results, reused, nil
+	}
+	r := &kio.ByteReader{Reader: bytes.NewReader(out)}
+	output, err = r.Read()
+	return output, r.Results, make([]bool, len(output)), err
+}
+
+// splitResourceList is readResourceList's fast path; ok is false whenever
+// the output is not a block ResourceList with a compact `items:` list whose
+// items each parse alone, and then nothing was decided.
+func splitResourceList(out []byte, in *encodedList, input []*yaml.RNode) (output []*yaml.RNode, results *yaml.RNode, reused []bool, ok bool) {
+	if in == nil || in.byHash == nil || bytes.IndexByte(out, '\r') >= 0 {
+		return nil, nil, nil, false
+	}
+	// cut the output into top-level lines outside `items:` (the header) and items
+	var header []byte
+	type chunk struct{ start, end, line int }
+	var items []chunk
+	inItems, seenItems := false, false
+	line := 0
+	for pos := 0; pos < len(out); line++ {
+		end := bytes.IndexByte(out[pos:], '\n')
+		if end < 0 {
+			end = len(out)
+		} else {
+			end += pos + 1
+		}
+		l := out[pos:end]
+		switch c := l[0]; {
+		case c == ' ' || c == '\n':
+			// continuation of the item or header key above
+			if inItems {
+				if len(items) == 0 {
+					return nil, nil, nil, false // an indented list: not ours to cut
+				}
+			} else {
+				header = append(header, l...)
+			}
+		case c == '-' && (len(l) == 1 || l[1] == ' ' || l[1] == '\n'):
+			if !inItems {
+				// an item of a compact list under a header key (results:)
+				header = append(header, l...)
+				break
+			}
+			if len(items) > 0 {
+				items[len(items)-1].end = pos
+			}
+			items = append(items, chunk{start: pos, line: line})
+		case string(l) == "items:\n" || string(l) == "items:":
+			if seenItems {
+				return nil, nil, nil, false
+			}
+			inItems, seenItems = true, true
+		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+			if bytes.HasPrefix(l, []byte("items")) {
+				return nil, nil, nil, false
+			}
+			if inItems && len(items) > 0 {
+				items[len(items)-1].end = pos
+			}
+			inItems = false
+			header = append(header, l...)
+		default:
+			// comments, document markers, directives, flow or quoted keys, tabs
+			return nil, nil, nil, false
+		}
+		pos = end
+	}
+	if !seenItems || len(items) == 0 {
+		return nil, nil, nil, false
+	}
+	if items[len(items)-1].end == 0 {
+		items[len(items)-1].end = len(out)
+	}
+	// the header decides, as ByteReader does, whether this is a list at all
+	r := &kio.ByteReader{Reader: bytes.NewReader(append(header, "items: []\n"...))}
+	if ns, err := r.Read(); err != nil || len(ns) != 0 || r.WrappingKind == "" {
+		return nil, nil, nil, false
+	}
+	output = make([]*yaml.RNode, len(items))
+	reused = make([]bool, len(items))
+	used := make([]bool, len(input))
+	var todo []int
+	for i, c := range items {
+		b := out[c.start:c.end]
+		if j, hit := in.byHash[maphash.Bytes(in.seed, b)]; hit && !used[j] {
+			s := in.spans[j]
+			if bytes.Equal(in.data[s[0]:s[1]], b) {
+				used[j], reused[i] = true, true
+				output[i] = yaml.NewRNode(input[j].YNode())
+				continue
+			}
+		}
+		todo = append(todo, i)
+	}
+	// parse the rest, in parallel
+	var failed bool
+	var mu sync.Mutex
+	parallel(len(todo), func(k int) {
+		i := todo[k]
+		c := items[i]
+		n, ok := decodeSeqItem(out[c.start:c.end], c.line)
+		if !ok {
+			mu.Lock()
+			failed = true
+			mu.Unlock()
+			return
+		}
+		output[i] = yaml.NewRNode(n)
+	})
+	if failed {
+		return nil, nil, nil, false
+	}
+	return output, r.Results, reused, true
+}
+
+// decodeSeqItem parses one item cut out of a compact list (fastyaml where
+// it can, yaml.v3 otherwise), numbering lines as in the whole output.
+func decodeSeqItem(b []byte, line int) (*yaml.Node, bool) {
+	n, ok := fastyaml.DecodeSeqItem(b)
+	if !ok {
+		var doc yaml.Node
+		if err := yaml.NewDecoder(bytes.NewReader(b)).Decode(&doc); err != nil {
+			return nil, false
+		}
+		if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.SequenceNode || len(doc.Content[0].Content) != 1 {
+			return nil, false
+		}
+		n = doc.Content[0].Content[0]
+	}
+	if line > 0 {
+		shiftLines(n, line)
+	}
+	return n, true
+}
+
+func shiftLines(n *yaml.Node, by int) {
+	n.Line += by
+	for _, c := range n.Content {
+		shiftLines(c, by)
+	}
+}
+
+// parallel runs f(0..n-1) on up to GOMAXPROCS goroutines.
+func parallel(n int, f func(int)) {
+	workers := min(runtime.GOMAXPROCS(0), n/64+1)
+	if workers <= 1 {
+		for i := 0; i < n; i++ {
+			f(i)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	per := (n + workers - 1) / workers
+	for w := 0; w < workers; w++ {
+		lo, hi := w*per, min((w+1)*per, n)
+		if lo >= hi {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := lo; i < hi; i++ {
+				f(i)
+			}
+		}()
+	}
+	wg.Wait()
+}

@@ -1,0 +1,267 @@
+package pipeline
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/kptr-dev/kptr/pipeline/internal/fastyaml"
+	"sigs.k8s.io/kustomize/kyaml/fn/runtime/runtimeutil"
+	"sigs.k8s.io/kustomize/kyaml/kio"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// normDump is dump with the tags a parser would give to nodes built in
+// code (Tag ""), and without positions: what reusing an input node instead
+// of parsing its printed bytes may change, and nothing else.
+func normDump(rn *yaml.RNode) string {
+	var b strings.Builder
+	var walk func(n *yaml.Node, depth int)
+	walk = func(n *yaml.Node, depth int) {
+		tag := n.Tag
+		if tag == "" {
+			switch n.Kind {
+			case yaml.ScalarNode:
+				tag = fastyaml.ResolveTag(n.Value)
+				if n.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
+					tag = "!!str"
+				}
+			case yaml.MappingNode:
+				tag = "!!map"
+			case yaml.SequenceNode:
+				tag = "!!seq"
+			}
+		}
+		fmt.Fprintf(&b, "%s%d %q %q c=%q/%q/%q\n", strings.Repeat(" ", depth), n.Kind, tag, n.Value, n.HeadComment, n.LineComment, n.FootComment)
+		for _, c := range n.Content {
+			walk(c, depth+1)
+		}
+	}
+	walk(rn.YNode(), 0)
+	return b.String()
+}
+
+// Functions as Go code over the ResourceList bytes they read: each makes
+// the output take another way through readResourceList.
+var listFunctions = map[string]func(in []byte) []byte{
+	"cat": func(in []byte) []byte { return in },
+	"kyaml-roundtrip": func(in []byte) []byte {
+		return kyamlFn(in, func(ns []*yaml.RNode) []*yaml.RNode { return ns })
+	},
+	"label-every-other": func(in []byte) []byte {
+		return kyamlFn(in, func(ns []*yaml.RNode) []*yaml.RNode {
+			for i, n := range ns {
+				if i%2 == 0 {
+					_ = n.PipeE(yaml.SetLabel("touched", "yes"))
+				}
+			}
+			return ns
+		})
+	},
+	"reverse-and-drop": func(in []byte) []byte {
+		return kyamlFn(in, func(ns []*yaml.RNode) []*yaml.RNode {
+			var out []*yaml.RNode
+			for i := len(ns) - 1; i >= 0; i-- {
+				if i%3 != 1 {
+					out = append(out, ns[i])
+				}
+			}
+			return out
+		})
+	},
+	"duplicate": func(in []byte) []byte {
+		// the same item twice: two resources, never one node shared
+		return kyamlFn(in, func(ns []*yaml.RNode) []*yaml.RNode {
+			return append(ns, ns[0].Copy())
+		})
+	},
+	"generate": func(in []byte) []byte {
+		return kyamlFn(in, func(ns []*yaml.RNode) []*yaml.RNode {
+			return append(ns, yaml.MustParse("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: generated\ndata:\n  k: v\n"))
+		})
+	},
+	"results-first": func(in []byte) []byte {
+		out := kyamlFn(in, func(ns []*yaml.RNode) []*yaml.RNode { return ns })
+		return append([]byte("results:\n- message: hello\n  severity: info\n"), out...)
+	},
+	"wide-items": func(in []byte) []byte {
+		// an indented list is valid but not cut: read whole
+		return bytes.ReplaceAll(bytes.ReplaceAll(in, []byte("\n- "), []byte("\n  - ")), []byte("\n  "), []byte("\n    "))
+	},
+	"comment-between": func(in []byte) []byte {
+		return bytes.Replace(in, []byte("\n- "), []byte("\n# note\n- "), 2)
+	},
+	"blank-lines": func(in []byte) []byte {
+		return bytes.ReplaceAll(in, []byte("\n- "), []byte("\n\n- "))
+	},
+	"json": func(in []byte) []byte {
+		nodes, _ := (&kio.ByteReader{Reader: bytes.NewReader(in)}).Read()
+		var items []string
+		for _, n := range nodes {
+			j, _ := n.MarshalJSON()
+			items = append(items, string(j))
+		}
+		return []byte(`{"apiVersion":"config.kubernetes.io/v1","kind":"ResourceList","items":[` + strings.Join(items, ",") + "]}")
+	},
+	"not-a-list": func(in []byte) []byte {
+		return bytes.Replace(in, []byte("kind: ResourceList"), []byte("kind: Other"), 1)
+	},
+}
+
+func kyamlFn(in []byte, f func([]*yaml.RNode) []*yaml.RNode) []byte {
+	r := &kio.ByteReader{Reader: bytes.NewReader(in)}
+	nodes, err := r.Read()
+	if err != nil {
+		return []byte(err.Error())
+	}
+	var b bytes.Buffer
+	_ = kio.ByteWriter{Writer: &b, KeepReaderAnnotations: true, FunctionConfig: r.FunctionConfig,
+		WrappingKind: kio.ResourceListKind, WrappingAPIVersion: kio.ResourceListAPIVersion,
+		Results: yaml.MustParse("- message: done\n  severity: info\n")}.Write(f(nodes))
+	return b.Bytes()
+}
+
+// runFilter, with its ResourceList cut into items and unchanged items
+// reused, gives what kyaml's FunctionFilter (what kpt runs) gives, over
+// every package of the corpora and every kind of function output.
+func TestRunFilterReuseMatchesKyaml(t *testing.T) {
+	fc := yaml.MustParse("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: function-input\ndata:\n  k: v\n")
+	compared, reusedTotal := 0, 0
+	var fnames []string
+	for fname := range listFunctions {
+		fnames = append(fnames, fname)
+	}
+	sort.Strings(fnames)
+	k := 0
+	for name, nodes := range corpusPackages(t) {
+		// every function on every third package: each function still
+		// meets a few hundred packages
+		for fi, fname := range fnames {
+			if (k+fi)%3 != 0 {
+				continue
+			}
+			f := listFunctions[fname]
+			var gotIn []byte
+			run := func(r io.Reader, w io.Writer) error {
+				in, _ := io.ReadAll(r)
+				gotIn = in
+				_, err := w.Write(f(in))
+				return err
+			}
+			a, b := copyAll(nodes), copyAll(nodes)
+			want, werr := (&runtimeutil.FunctionFilter{Run: run, GlobalScope: true, FunctionConfig: fc}).Filter(a)
+			wantIn := gotIn
+			// kptr's filter numbers and encodes its input the same way
+			in, err := encodeResourceList(copyAll(b), fc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _, gerr := runFilter(run, fc, b)
+			if !bytes.Equal(gotIn, wantIn) {
+				t.Fatalf("%s/%s: the function read different bytes", name, fname)
+			}
+			if (werr == nil) != (gerr == nil) {
+				t.Fatalf("%s/%s: error %v, kyaml %v", name, fname, gerr, werr)
+			}
+			if werr != nil {
+				continue
+			}
+			ws, _ := kio.StringAll(want)
+			gs, _ := kio.StringAll(got)
+			if ws != gs {
+				t.Fatalf("%s/%s differs from kyaml:\n--- kyaml\n%s\n--- kptr\n%s", name, fname, ws, gs)
+			}
+			seen := map[*yaml.Node]bool{}
+			for i := range want {
+				if dw, dg := normDump(want[i]), normDump(got[i]); dw != dg {
+					t.Fatalf("%s/%s: resource %d differs:\n--- kyaml\n%s--- kptr\n%s", name, fname, i, dw, dg)
+				}
+				if seen[got[i].YNode()] {
+					t.Fatalf("%s/%s: resource %d shares its node with another", name, fname, i)
+				}
+				seen[got[i].YNode()] = true
+			}
+			compared++
+			k++
+			if _, _, reused, err := readResourceList(f(in.data), in, b); err == nil {
+				for _, r := range reused {
+					if r {
+						reusedTotal++
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d package × function cases compared, %d items reused", compared, reusedTotal)
+	if reusedTotal == 0 {
+		t.Fatal("no item was ever reused: the fast path is dead")
+	}
+}
+
+// Which outputs take the fast path, and which are read whole.
+func TestSplitResourceList(t *testing.T) {
+	input := []*yaml.RNode{
+		yaml.MustParse("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  s: |\n    x\n\n    y\n"),
+		yaml.MustParse("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b # comment\n"),
+	}
+	in, err := encodeResourceList(input, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		out    string
+		fast   bool
+		reused []bool
+	}{
+		"unchanged":        {string(in.data), true, []bool{true, false}}, // b has a comment: parsed
+		"results":          {string(in.data) + "results:\n- message: m\n", true, []bool{true, false}},
+		"changed":          {strings.Replace(string(in.data), "name: a", "name: c", 1), true, []bool{false, false}},
+		"twice":            {string(in.data) + string(in.data[in.spans[0][0]:in.spans[0][1]]), true, []bool{true, false, false}},
+		"document-marker":  {"---\n" + string(in.data), false, nil},
+		"crlf":             {strings.ReplaceAll(string(in.data), "\n", "\r\n"), false, nil},
+		"two-items-keys":   {string(in.data) + "items:\n- a: b\n", false, nil},
+		"inline-items":     {"apiVersion: v1\nkind: ResourceList\nitems: []\n", false, nil},
+		"no-kind":          {strings.Replace(string(in.data), "kind: ResourceList\n", "", 1), false, nil},
+		"bad-item":         {string(in.data) + "- a: 'open\n", false, nil},
+		"quote-over-lines": {"apiVersion: v1\nkind: \"ResourceList\n- x\"\nitems:\n- a: b\n", false, nil},
+	}
+	for name, c := range cases {
+		out, _, reused, ok := splitResourceList([]byte(c.out), in, input)
+		if ok != c.fast {
+			t.Errorf("%s: fast path %v, want %v", name, ok, c.fast)
+			continue
+		}
+		if ok && fmt.Sprint(reused) != fmt.Sprint(c.reused) {
+			t.Errorf("%s: reused %v, want %v", name, reused, c.reused)
+		}
+		if ok && reused[0] && out[0].YNode() != input[0].YNode() {
+			t.Errorf("%s: a reused item is not the input's node", name)
+		}
+		if !ok {
+			continue
+		}
+		// parsed items carry the positions a whole-document parse gives
+		whole, err := (&kio.ByteReader{Reader: strings.NewReader(c.out)}).Read()
+		if err != nil || len(whole) != len(out) {
+			t.Fatalf("%s: ByteReader: %d items, %v", name, len(whole), err)
+		}
+		for i := range out {
+			if !reused[i] {
+				if pw, pg := positions(whole[i].YNode()), positions(out[i].YNode()); pw != pg {
+					t.Errorf("%s: item %d positions %s, want %s", name, i, pg, pw)
+				}
+			}
+		}
+	}
+}
+
+func positions(n *yaml.Node) string {
+	s := fmt.Sprintf("%d:%d ", n.Line, n.Column)
+	for _, c := range n.Content {
+		s += positions(c)
+	}
+	return s
+}
