@@ -145,3 +145,41 @@ func TestEncodeFilesMatchesKyaml(t *testing.T) {
 		t.Fatal("corpus lost kpt's sample")
 	}
 }
+
+// The stream writers (Argo CD's manifests, -o unwrap, -o stdout) write what
+// kyaml's ByteWriter writes, and leave the resources as it leaves them.
+func TestStreamWritersMatchByteWriter(t *testing.T) {
+	writers := map[string]struct {
+		kyaml kio.ByteWriter
+		kptr  func(*bytes.Buffer, []*yaml.RNode) error
+	}{
+		"manifests": {kio.ByteWriter{}, func(b *bytes.Buffer, ns []*yaml.RNode) error { return WriteManifests(b, ns) }},
+		"unwrap": {kio.ByteWriter{ClearAnnotations: fileAnnotationsToClear},
+			func(b *bytes.Buffer, ns []*yaml.RNode) error { return writeOutput(OutputUnwrap, b, ns) }},
+		"stdout": {kio.ByteWriter{KeepReaderAnnotations: true, WrappingKind: kio.ResourceListKind, WrappingAPIVersion: kio.ResourceListAPIVersion},
+			func(b *bytes.Buffer, ns []*yaml.RNode) error { return writeOutput(OutputStdout, b, ns) }},
+	}
+	n := 0
+	for name, nodes := range corpusPackages(t) {
+		for wname, w := range writers {
+			a, b := copyAll(nodes), copyAll(nodes)
+			var want, got bytes.Buffer
+			w.kyaml.Writer = &want
+			werr := w.kyaml.Write(a)
+			gerr := w.kptr(&got, b)
+			if (werr == nil) != (gerr == nil) {
+				t.Fatalf("%s/%s: error %v, kyaml %v", name, wname, gerr, werr)
+			}
+			if want.String() != got.String() {
+				t.Fatalf("%s/%s differs:\n--- kyaml\n%s\n--- kptr\n%s", name, wname, want.String(), got.String())
+			}
+			for i := range a {
+				if da, db := normDump(a[i]), normDump(b[i]); da != db {
+					t.Fatalf("%s/%s: resource %d left as\n%s\nkyaml leaves\n%s", name, wname, i, db, da)
+				}
+			}
+			n++
+		}
+	}
+	t.Logf("%d package × writer cases compared", n)
+}

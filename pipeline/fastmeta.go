@@ -31,7 +31,20 @@ func mapField(n *yaml.Node, key string) *yaml.Node {
 
 // annotation returns metadata.annotations[key] ("" when absent).
 func annotation(rn *yaml.RNode, key string) string {
-	v := mapField(mapField(mapField(rn.YNode(), "metadata"), "annotations"), key)
+	return annotationsOf(rn).get(key)
+}
+
+// annotations is a resource's metadata.annotations mapping, for several
+// lookups.
+type annotations struct{ m *yaml.Node }
+
+func annotationsOf(rn *yaml.RNode) annotations {
+	return annotations{mapField(mapField(rn.YNode(), "metadata"), "annotations")}
+}
+
+// get is the scalar value of the first key named key ("" when absent).
+func (a annotations) get(key string) string {
+	v := mapField(a.m, key)
 	if v == nil || v.Kind != yaml.ScalarNode {
 		return ""
 	}
@@ -39,13 +52,14 @@ func annotation(rn *yaml.RNode, key string) string {
 }
 
 func pathAndIndex(rn *yaml.RNode) (string, string) {
-	p := annotation(rn, kioutil.PathAnnotation)
+	a := annotationsOf(rn)
+	p := a.get(kioutil.PathAnnotation)
 	if p == "" {
-		p = annotation(rn, kioutil.LegacyPathAnnotation) //nolint:staticcheck
+		p = a.get(kioutil.LegacyPathAnnotation) //nolint:staticcheck
 	}
-	i := annotation(rn, kioutil.IndexAnnotation)
+	i := a.get(kioutil.IndexAnnotation)
 	if i == "" {
-		i = annotation(rn, kioutil.LegacyIndexAnnotation) //nolint:staticcheck
+		i = a.get(kioutil.LegacyIndexAnnotation) //nolint:staticcheck
 	}
 	return p, i
 }

@@ -56,9 +56,10 @@ func runFilter(run func(io.Reader, io.Writer) error, fnConfig *yaml.RNode, input
 			}
 			continue
 		}
-		id := annotation(n, kioutil.IdAnnotation)
+		a := annotationsOf(n)
+		id := a.get(kioutil.IdAnnotation)
 		if id == "" {
-			id = annotation(n, kioutil.LegacyIdAnnotation) //nolint:staticcheck
+			id = a.get(kioutil.LegacyIdAnnotation) //nolint:staticcheck
 		}
 		from, ok := ids[id]
 		if id == "" || !ok {
@@ -85,9 +86,9 @@ func runFilter(run func(io.Reader, io.Writer) error, fnConfig *yaml.RNode, input
 	for _, n := range output {
 		// DefaultPathAnnotation is a no-op for a resource whose path and
 		// index annotations are both set in both spellings
-		if annotation(n, kioutil.PathAnnotation) != "" && annotation(n, kioutil.LegacyPathAnnotation) != "" && //nolint:staticcheck
-			(annotation(n, kioutil.IndexAnnotation) == "") == (annotation(n, kioutil.LegacyIndexAnnotation) == "") && //nolint:staticcheck
-			annotation(n, kioutil.IdAnnotation) == "" && annotation(n, kioutil.LegacyIdAnnotation) == "" { //nolint:staticcheck
+		if a := annotationsOf(n); a.get(kioutil.PathAnnotation) != "" && a.get(kioutil.LegacyPathAnnotation) != "" && //nolint:staticcheck
+			(a.get(kioutil.IndexAnnotation) == "") == (a.get(kioutil.LegacyIndexAnnotation) == "") && //nolint:staticcheck
+			a.get(kioutil.IdAnnotation) == "" && a.get(kioutil.LegacyIdAnnotation) == "" { //nolint:staticcheck
 			continue
 		}
 		if err := kioutil.DefaultPathAnnotation(functionDir, []*yaml.RNode{n}); err != nil {

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	kptv1 "github.com/kptr-dev/kptr/pipeline/kptfile/v1"
-	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
@@ -34,11 +33,14 @@ func checkOutputDir(out string) error {
 func writeOutput(dest string, stdout io.Writer, nodes []*yaml.RNode) error {
 	switch dest {
 	case OutputStdout:
-		return kio.ByteWriter{Writer: stdout, KeepReaderAnnotations: true,
-			WrappingAPIVersion: kio.ResourceListAPIVersion, WrappingKind: kio.ResourceListKind}.Write(nodes)
+		return writeResourceList(stdout, nodes, nil)
 	case OutputUnwrap:
-		return kio.ByteWriter{Writer: stdout, ClearAnnotations: []string{kioutil.PathAnnotation,
-			kioutil.LegacyPathAnnotation, pkgPathAnnotation}}.Write(nodes) //nolint:staticcheck
+		var buf bytes.Buffer
+		if err := writeDocuments(&buf, nodes, false, fileAnnotationsToClear); err != nil {
+			return err
+		}
+		_, err := stdout.Write(buf.Bytes())
+		return err
 	}
 	files, err := encodeFiles(nodes)
 	if err != nil {
@@ -54,6 +56,18 @@ func writeOutput(dest string, stdout io.Writer, nodes []*yaml.RNode) error {
 		}
 	}
 	return nil
+}
+
+// WriteManifests writes nodes as a multi-document YAML stream, without
+// the annotations kyaml's readers add: what kio.ByteWriter{Writer: w}.Write
+// writes, faster.
+func WriteManifests(w io.Writer, nodes []*yaml.RNode) error {
+	var buf bytes.Buffer
+	if err := writeDocuments(&buf, nodes, false, nil); err != nil {
+		return err
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
 }
 
 // encodeFiles serialises nodes per path annotation, as kyaml's

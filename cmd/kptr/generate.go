@@ -17,7 +17,6 @@ import (
 	"github.com/kptr-dev/kptr/runtime"
 
 	"sigs.k8s.io/kustomize/kyaml/fn/framework"
-	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
@@ -110,7 +109,7 @@ func generate(ctx context.Context, g *globals, p *policy, dir string) ([]byte, e
 		return nil, fmt.Errorf("the package rendered no resources; refusing to return an empty manifest set, which Argo CD would sync as \"delete everything\" (set KPTR_ALLOW_EMPTY=true to allow it)")
 	}
 	var buf bytes.Buffer
-	if err := (kio.ByteWriter{Writer: &buf}).Write(nodes); err != nil {
+	if err := pipeline.WriteManifests(&buf, nodes); err != nil {
 		return nil, fmt.Errorf("writing manifests: %w", err)
 	}
 	if int64(buf.Len()) > p.MaxOutputBytes {
