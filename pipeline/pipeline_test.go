@@ -413,3 +413,38 @@ func TestSymlinkedFileWrittenThrough(t *testing.T) {
 		t.Fatalf("target = %q", b)
 	}
 }
+
+// Render called from Go on a symlink to a package renders the package the
+// link points to, as the CLI does.
+func TestRenderThroughSymlinkedRoot(t *testing.T) {
+	fake := newFake(t)
+	dir := writeTree(t, map[string]string{
+		"Kptfile": kptfile("app", "pipeline:\n  mutators:\n    - exec: "+fake.fx+" op=label key=r value=y\n"),
+		"cm.yaml": fmt.Sprintf(cm, "top"),
+	})
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	out, err := Render(context.Background(), link, Options{AllowExec: true, Output: OutputMemory})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Resources) != 2 {
+		t.Fatalf("rendered %d resources through the link, want 2", len(out.Resources))
+	}
+	var stderr bytes.Buffer
+	if _, err := Render(context.Background(), link, Options{AllowExec: true, Stderr: &stderr}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Lstat(link); err != nil || st.Mode().Type() != os.ModeSymlink {
+		t.Fatal("the link was replaced")
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "cm.yaml"))
+	if err != nil || !strings.Contains(string(b), "r: 'y'") {
+		t.Fatalf("the package behind the link was not rendered in place: %s %v", b, err)
+	}
+	if !strings.Contains(stderr.String(), `Package "`+filepath.Base(dir)+`"`) {
+		t.Fatalf("transcript names the link, not the package:\n%s", stderr.String())
+	}
+}

@@ -40,6 +40,13 @@ func Render(ctx context.Context, dir string, opts Options) (*Output, error) {
 		return nil, newError(err, "", "")
 	}
 	abs = filepath.Clean(abs)
+	// a package given through a symlink is rendered where it is, as kpt's
+	// CLI does after resolving it (kptr's CLI prints kpt's warning)
+	if st, err := os.Lstat(abs); err == nil && st.Mode().Type() == os.ModeSymlink {
+		if abs, err = filepath.EvalSymlinks(abs); err != nil {
+			return nil, newError(err, "", "")
+		}
+	}
 	if err := checkOutputDir(opts.Output); err != nil {
 		return nil, newError(err, "", "")
 	}
