@@ -13,13 +13,14 @@ import (
 // yaml.v3.
 //
 // The handled subset: block mappings and sequences (compact or indented),
-// empty flow collections `{}` and `[]`, single-line plain, single-quoted and
-// double-quoted scalars, literal block scalars (`|` with any chomping and
-// indentation indicator), an optional leading `---` line. Everything else
-// (comments, anchors, aliases, tags, folded or multi-line scalars, other flow
+// empty flow collections `{}` and `[]`, single-line flow sequences of plain
+// and quoted scalars, single-line plain, single-quoted and double-quoted
+// scalars, literal block scalars (`|` with any chomping and indentation
+// indicator), an optional leading `---` line. Everything else (comments,
+// anchors, aliases, tags, folded or multi-line scalars, other flow
 // collections, complex keys, merge keys, directives, tabs outside quoted or
-// literal text, CR, BOM, control characters, several documents) is not
-// handled.
+// literal text, CR, BOM, control characters, nesting deeper than 1000,
+// several documents) is not handled.
 func Decode(data []byte) (doc *yaml.Node, ok bool) {
 	d := decoder{}
 	if !d.init(data) {
@@ -61,8 +62,12 @@ const (
 	maxDepth  = 1000 // yaml.v3 fails beyond 10000 levels
 )
 
-// errReject unwinds the parser when the input is outside the subset.
+// rejectPanic unwinds the parser when the input is outside the subset.
 type rejectPanic struct{}
+
+// strictPanics makes a panic other than rejectPanic (a bug) propagate; the
+// tests set it. Otherwise a bug means falling back to yaml.v3, not a crash.
+var strictPanics = false
 
 type decoder struct {
 	src       string // the input, as one string Values are sliced from
@@ -266,7 +271,7 @@ func (d *decoder) restBlank(p int) {
 func (d *decoder) document() (doc *yaml.Node, ok bool) {
 	defer func() {
 		if r := recover(); r != nil {
-			if _, is := r.(rejectPanic); !is {
+			if _, is := r.(rejectPanic); !is && strictPanics {
 				panic(r)
 			}
 			doc, ok = nil, false

@@ -16,6 +16,8 @@ import (
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
+func init() { strictPanics = true }
+
 // decRef is what yaml.v3's Decoder gives for data, with err set when it
 // fails or when data holds more than one document.
 func decRef(data []byte) (*yaml.Node, error) {
@@ -666,4 +668,42 @@ func decSeed() uint64 {
 	var s uint64 = 1
 	fmt.Sscan(os.Getenv("FASTYAML_SEED"), &s)
 	return s
+}
+
+// BenchmarkDecodeSeqItem decodes the 1,000 items of the benchmark list one
+// by one.
+func BenchmarkDecodeSeqItem(b *testing.B) {
+	data := decBenchList(1000)
+	body := data[bytes.Index(data, []byte("\nitems:\n"))+len("\nitems:\n"):]
+	var items [][]byte
+	for len(body) > 0 {
+		next := bytes.Index(body, []byte("\n- "))
+		if next < 0 {
+			items = append(items, body)
+			break
+		}
+		items = append(items, body[:next+1])
+		body = body[next+1:]
+	}
+	b.Run("yaml.v3", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			for _, it := range items {
+				var n yaml.Node
+				if err := yaml.NewDecoder(bytes.NewReader(it)).Decode(&n); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("fastyaml", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			for _, it := range items {
+				if _, ok := DecodeSeqItem(it); !ok {
+					b.Fatal("not handled")
+				}
+			}
+		}
+	})
 }
