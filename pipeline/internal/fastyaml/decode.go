@@ -91,19 +91,21 @@ func reject() { panic(rejectPanic{}) }
 // init validates the characters (what yaml.v3's reader accepts, minus CR,
 // tabs aside, NEL, LS, PS, BOM and the C1 controls) and sizes the slabs.
 func (d *decoder) init(data []byte) bool {
-	lines := 0
+	marks := 0 // ':' and '-' count: about the nodes there will be
 	ascii := true
 	for i := 0; i < len(data); {
 		c := data[i]
 		if c < utf8.RuneSelf {
 			if c < 0x20 {
-				if c == '\n' {
-					lines++
-				} else if c != '\t' {
+				if c != '\n' && c != '\t' {
 					return false
 				}
 			} else if c == 0x7f {
 				return false
+			} else if c == ':' {
+				marks += 2
+			} else if c == '-' {
+				marks++
 			}
 			i++
 			continue
@@ -120,12 +122,13 @@ func (d *decoder) init(data []byte) bool {
 	d.n = len(data)
 	d.ascii = ascii
 	d.line = 1
-	est := lines*2 + 4
+	est := marks + 8
 	if est > 4096 {
 		est = 4096
 	}
 	d.slab = make([]yaml.Node, 0, est)
 	d.ptrs = make([]*yaml.Node, 0, est)
+	d.stack = make([]*yaml.Node, 0, 32)
 	return true
 }
 

@@ -698,6 +698,7 @@ func BenchmarkDecodeSeqItem(b *testing.B) {
 	})
 	b.Run("fastyaml", func(b *testing.B) {
 		b.SetBytes(int64(len(data)))
+		b.ReportAllocs()
 		for b.Loop() {
 			for _, it := range items {
 				if _, ok := DecodeSeqItem(it); !ok {
