@@ -143,7 +143,8 @@ var trickyValues = []string{
 	"\u0080", "\u009f", "\ufffe", "\uffff", "\ue000", "\ud7ff",
 	"line1\nline2\n", "  indented\n", "trailing \nspace", "tab\tin\nliteral\n", "x\n  y\n",
 	"a\xffb", "\xc3", // invalid UTF-8
-	strings.Repeat("k", 128), strings.Repeat("k", 129), strings.Repeat("long value ", 20),
+	strings.Repeat("k", 128), strings.Repeat("k", 129), strings.Repeat("é", 64), strings.Repeat("é", 65),
+	strings.Repeat("a b", 43), strings.Repeat("\"", 129), strings.Repeat("long value ", 20),
 	"http://example.com/a?b=c#d", "image:tag", "gcr.io/kpt-fn/set-labels:v0.1.5", "${VAR}", "a=b,c=d",
 }
 
@@ -725,6 +726,53 @@ func TestResolvedTag(t *testing.T) {
 	for _, v := range values {
 		if got, want := resolvedTag(v), ResolveTag(v); got != want {
 			t.Fatalf("resolvedTag(%q) = %s, resolve gives %s", v, got, want)
+		}
+	}
+}
+
+// TestAppendDocumentStream: several documents written by one yaml.v3
+// encoder (as kio.ByteWriter does) are the AppendDocument outputs joined by
+// "---\n".
+func TestAppendDocumentStream(t *testing.T) {
+	var docs []*yaml.Node
+	for _, d := range loadCorpus(t) {
+		docs = append(docs, stripComments(d.node))
+	}
+	for _, v := range trickyValues {
+		docs = append(docs, doc(str(v)), doc(scalar(v, "", yaml.LiteralStyle)), doc(mapping(str("k"), str(v))))
+	}
+	for _, st := range styles {
+		var w bytes.Buffer
+		e := yaml.NewEncoder(&w)
+		e.SetIndent(2)
+		if st == Compact {
+			e.CompactSeqIndent()
+		} else {
+			e.DefaultSeqIndent()
+		}
+		var buf []byte
+		n := 0
+		for _, d := range docs {
+			if !Encodable(d) {
+				continue
+			}
+			if n > 0 {
+				buf = append(buf, "---\n"...)
+			}
+			buf, _ = AppendDocument(buf, d, st)
+			if err := e.Encode(d); err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if n < len(docs)/2 {
+			t.Fatalf("only %d of %d documents handled", n, len(docs))
+		}
+		if !bytes.Equal(buf, w.Bytes()) {
+			t.Fatalf("style %d: stream of %d documents differs", st, n)
 		}
 	}
 }
