@@ -708,3 +708,47 @@ func BenchmarkDecodeSeqItem(b *testing.B) {
 		}
 	})
 }
+
+// TestDecodeGeneratedLiterals: literal block scalars in every context, with
+// random headers, indentation, blank and space-only lines, tabs, trailers.
+func TestDecodeGeneratedLiterals(t *testing.T) {
+	rng := rand.New(rand.NewPCG(decSeed(), 3))
+	contexts := []struct{ before, after string }{
+		{"", ""}, {"k: ", "z: 1\n"}, {"- ", "- z\n"}, {"- k: ", "  z: 1\n"}, {"k:\n- ", "z: 1\n"},
+		{"k:\n  k2: ", "  z: 1\n"}, {"- - ", "  - z\n"}, {"k:\n  - ", "  - z\n"}, {"---\nk: ", ""}, {"  k: ", "  z: 1\n"},
+	}
+	headers := []string{"|", "|-", "|+", "|1", "|2", "|3", "|1-", "|2+", "|-1", "|+3", "|  ", "|0", "|-+", "|10"}
+	handled := 0
+	const total = 20000
+	for i := 0; i < total; i++ {
+		c := contexts[rng.IntN(len(contexts))]
+		var b strings.Builder
+		b.WriteString(c.before + headers[rng.IntN(len(headers))] + "\n")
+		for j := rng.IntN(6); j >= 0; j-- {
+			switch rng.IntN(6) {
+			case 0:
+				b.WriteString("\n")
+			case 1:
+				b.WriteString(strings.Repeat(" ", rng.IntN(8)) + "\n")
+			case 2:
+				b.WriteString(strings.Repeat(" ", rng.IntN(8)) + "\tx\n")
+			default:
+				b.WriteString(strings.Repeat(" ", rng.IntN(8)) + []string{"x", "x y", "x ", "#x", "- x", "k: v", "'q'"}[rng.IntN(7)] + "\n")
+			}
+		}
+		if rng.IntN(2) == 0 {
+			b.WriteString(c.after)
+		}
+		data := b.String()
+		if rng.IntN(4) == 0 {
+			data = strings.TrimSuffix(data, "\n")
+		}
+		if decCheck(t, fmt.Sprintf("literal %d", i), []byte(data)) {
+			handled++
+		}
+	}
+	t.Logf("handled %d of %d generated literals", handled, total)
+	if handled < total/4 {
+		t.Errorf("handled only %d of %d generated literals", handled, total)
+	}
+}
