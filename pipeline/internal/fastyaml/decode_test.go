@@ -752,3 +752,53 @@ func TestDecodeGeneratedLiterals(t *testing.T) {
 		t.Errorf("handled only %d of %d generated literals", handled, total)
 	}
 }
+
+// TestDecodeGeneratedScalars: random plain, single- and double-quoted
+// scalars (escapes, Unicode, indicators) as keys, values, items and flow
+// items.
+func TestDecodeGeneratedScalars(t *testing.T) {
+	rng := rand.New(rand.NewPCG(decSeed(), 4))
+	atoms := []string{"a", "Z", "0", "9", " ", "  ", ":", ": ", "#", " #", "-", "- ", "?", ",", "[", "]", "{", "}", "'", "''", "\"",
+		"\\", "\\n", "\\x41", "\\x4", "\\u00e9", "\\uD800", "\\U0001F600", "\\U00110000", "\\q", "\\ ", "\\\"", "\\\t", "\t", "é", "€",
+		"\u00a0", "\ufeff", "\u2028", "&", "*", "!", "|", ">", "%", "@", "`", "~", ".", "e", "x", "_", "+", "<<", "---", "..."}
+	word := func() string {
+		var b strings.Builder
+		for j := rng.IntN(5); j >= 0; j-- {
+			b.WriteString(atoms[rng.IntN(len(atoms))])
+		}
+		return b.String()
+	}
+	quote := func(s string) string {
+		switch rng.IntN(3) {
+		case 0:
+			return "'" + s + "'"
+		case 1:
+			return "\"" + s + "\""
+		}
+		return s
+	}
+	handled := 0
+	const total = 20000
+	for i := 0; i < total; i++ {
+		var data string
+		switch rng.IntN(5) {
+		case 0:
+			data = quote(word()) + ": " + quote(word()) + "\n"
+		case 1:
+			data = "k: " + quote(word()) + "\nz: " + quote(word()) + "\n"
+		case 2:
+			data = "- " + quote(word()) + "\n- " + quote(word()) + ": " + quote(word()) + "\n"
+		case 3:
+			data = "k: [" + quote(word()) + ", " + quote(word()) + "]\n"
+		default:
+			data = quote(word()) + "\n"
+		}
+		if decCheck(t, fmt.Sprintf("scalar %d", i), []byte(data)) {
+			handled++
+		}
+	}
+	t.Logf("handled %d of %d generated scalars", handled, total)
+	if handled < total/5 {
+		t.Errorf("handled only %d of %d generated scalars", handled, total)
+	}
+}
