@@ -10,8 +10,10 @@ package fastyaml
 // Canonical Ltd, Copyright (c) 2006-2010 Kirill Simonov). The emitter state
 // (indent, column, whitespace, indention) is kept exactly as yaml.v3 keeps it,
 // so the bytes are the same; the event queue, the tag machinery, comments,
-// flow collections and folding are left out: a node that needs them makes the
-// encoder report "not handled". best_width is -1 in v3.0.5 (yaml_emitter_t is
+// anchors and complex ("? ") keys are left out: a node that
+// needs them makes the encoder report "not handled". Flow collections (empty
+// ones, which the emitter always writes as {} and [], and nodes with
+// FlowStyle) go through the flow states. best_width is -1 in v3.0.5 (yaml_emitter_t is
 // initialised with it, and the encoder never sets it), so the emitter never
 // folds lines, and the writers below have no folding branches.
 
@@ -41,6 +43,7 @@ const (
 	styleSingle
 	styleDouble
 	styleLiteral
+	styleFolded
 )
 
 type emitter struct {
@@ -50,6 +53,7 @@ type emitter struct {
 	whitespace bool
 	indention  bool
 	compact    bool
+	flow       int // flow_level: nesting depth of flow collections
 }
 
 func newEmitter(buf []byte, style SeqStyle) emitter {
@@ -201,11 +205,6 @@ func (e *emitter) node(n *yaml.Node, root, inSeq, mapping, simpleKey bool) bool 
 	if n.Anchor != "" || hasComment(n) || n.Style&yaml.TaggedStyle != 0 {
 		return false
 	}
-	// FlowStyle means nothing on a scalar, and an empty collection is
-	// written in flow style anyway; non-empty flow collections fall back.
-	if n.Style&yaml.FlowStyle != 0 && n.Kind != yaml.ScalarNode && len(n.Content) != 0 {
-		return false
-	}
 	switch n.Kind {
 	case yaml.ScalarNode:
 		return e.scalar(n, inSeq, simpleKey)
@@ -213,11 +212,9 @@ func (e *emitter) node(n *yaml.Node, root, inSeq, mapping, simpleKey bool) bool 
 		if simpleKey || (n.Tag != "" && shortTag(n.Tag) != mapTag) || len(n.Content)%2 != 0 {
 			return false
 		}
-		if len(n.Content) == 0 {
+		if e.flow > 0 || n.Style&yaml.FlowStyle != 0 || len(n.Content) == 0 {
 			// check_empty_mapping: an empty mapping is written in flow style.
-			e.indicator("{", true, true, false)
-			e.indicator("}", false, false, false)
-			return true
+			return e.flowMapping(n, inSeq)
 		}
 		saved := e.increaseIndent(false, inSeq, false)
 		for i := 0; i < len(n.Content); i += 2 {
@@ -240,11 +237,9 @@ func (e *emitter) node(n *yaml.Node, root, inSeq, mapping, simpleKey bool) bool 
 		if simpleKey || (n.Tag != "" && shortTag(n.Tag) != seqTag) {
 			return false
 		}
-		if len(n.Content) == 0 {
-			// check_empty_sequence: written in flow style.
-			e.indicator("[", true, true, false)
-			e.indicator("]", false, false, false)
-			return true
+		if e.flow > 0 || n.Style&yaml.FlowStyle != 0 || len(n.Content) == 0 {
+			// check_empty_sequence: an empty sequence is written in flow style.
+			return e.flowSequence(n, inSeq)
 		}
 		compactSeq := mapping && (e.column == 0 || !e.indention) && e.compact
 		saved := e.increaseIndent(false, inSeq, compactSeq)
@@ -259,6 +254,63 @@ func (e *emitter) node(n *yaml.Node, root, inSeq, mapping, simpleKey bool) bool 
 		return true
 	}
 	return false // documents inside nodes, aliases, zero nodes
+}
+
+// flowSequence is yaml_emitter_emit_flow_sequence_item (not canonical, no
+// comments, no folding).
+func (e *emitter) flowSequence(n *yaml.Node, inSeq bool) bool {
+	e.indicator("[", true, true, false)
+	saved := e.increaseIndent(true, inSeq, false)
+	e.flow++
+	for i, item := range n.Content {
+		if i > 0 {
+			e.indicator(",", false, false, false)
+		}
+		if e.column == 0 {
+			e.writeIndent()
+		}
+		if !e.node(item, false, false, false, false) {
+			return false
+		}
+	}
+	e.flow--
+	e.indent = saved
+	if e.column == 0 {
+		e.writeIndent()
+	}
+	e.indicator("]", false, false, false)
+	return true
+}
+
+// flowMapping is yaml_emitter_emit_flow_mapping_key and _value for simple
+// keys (not canonical, no comments, no folding).
+func (e *emitter) flowMapping(n *yaml.Node, inSeq bool) bool {
+	e.indicator("{", true, true, false)
+	saved := e.increaseIndent(true, inSeq, false)
+	e.flow++
+	for i := 0; i < len(n.Content); i += 2 {
+		if i > 0 {
+			e.indicator(",", false, false, false)
+		}
+		if e.column == 0 {
+			e.writeIndent()
+		}
+		k := n.Content[i]
+		if k.Kind != yaml.ScalarNode {
+			return false // complex key
+		}
+		if !e.node(k, false, false, true, true) {
+			return false
+		}
+		e.indicator(":", false, false, false)
+		if !e.node(n.Content[i+1], false, false, true, false) {
+			return false
+		}
+	}
+	e.flow--
+	e.indent = saved
+	e.indicator("}", false, false, false)
+	return true
 }
 
 // scalar emits a scalar node: the style choice of (*encoder).node, then
@@ -288,7 +340,7 @@ func (e *emitter) scalar(n *yaml.Node, inSeq, simpleKey bool) bool {
 	case n.Style&yaml.LiteralStyle != 0:
 		style = styleLiteral
 	case n.Style&yaml.FoldedStyle != 0:
-		return false
+		style = styleFolded
 	case containsNewline(value):
 		style = styleLiteral
 	case forceQuoting:
@@ -305,17 +357,20 @@ func (e *emitter) scalar(n *yaml.Node, inSeq, simpleKey bool) bool {
 		return false // yaml_emitter_check_simple_key fails: "? " key
 	}
 
-	// yaml_emitter_select_scalar_style (flow_level is always 0 here, and
-	// the event is implicit, so no tag is ever written).
+	// yaml_emitter_select_scalar_style (the event is implicit, so no tag
+	// is ever written).
 	if style == stylePlain {
-		if !a.blockPlainAllowed || (len(value) == 0 && simpleKey) {
+		if e.flow > 0 && !a.flowPlainAllowed || e.flow == 0 && !a.blockPlainAllowed {
+			style = styleSingle
+		}
+		if len(value) == 0 && (e.flow > 0 || simpleKey) {
 			style = styleSingle
 		}
 	}
 	if style == styleSingle && !a.singleQuotedAllowed {
 		style = styleDouble
 	}
-	if style == styleLiteral && (!a.blockAllowed || simpleKey) {
+	if (style == styleLiteral || style == styleFolded) && (!a.blockAllowed || e.flow > 0 || simpleKey) {
 		style = styleDouble
 	}
 
@@ -329,6 +384,8 @@ func (e *emitter) scalar(n *yaml.Node, inSeq, simpleKey bool) bool {
 		e.writeDoubleQuoted(value)
 	case styleLiteral:
 		e.writeLiteral(value)
+	case styleFolded:
+		e.writeFolded(value)
 	}
 	e.indent = saved
 	return true
@@ -401,6 +458,7 @@ var numericByte = func() (t [256]bool) {
 
 type scalarAnalysis struct {
 	multiline           bool
+	flowPlainAllowed    bool
 	blockPlainAllowed   bool
 	singleQuotedAllowed bool
 	blockAllowed        bool
@@ -440,7 +498,7 @@ func analyzeScalar(value string) (a scalarAnalysis, ok bool) {
 		}
 	}
 	if simple && !(len(value) >= 3 && value[:3] == "...") {
-		return scalarAnalysis{blockPlainAllowed: true, singleQuotedAllowed: true, blockAllowed: true, runes: len(value)}, true
+		return scalarAnalysis{flowPlainAllowed: true, blockPlainAllowed: true, singleQuotedAllowed: true, blockAllowed: true, runes: len(value)}, true
 	}
 	if !utf8.ValidString(value) {
 		return a, false
@@ -544,26 +602,28 @@ func analyzeScalar(value string) (a scalarAnalysis, ok bool) {
 		}
 		precededByWhitespace = isBlankz(value, i)
 	}
-	_ = flowIndicators // flow_plain_allowed: no flow context here
-
 	a = scalarAnalysis{
 		multiline:           lineBreaks,
+		flowPlainAllowed:    true,
 		blockPlainAllowed:   true,
 		singleQuotedAllowed: true,
 		blockAllowed:        true,
 		runes:               runes,
 	}
 	if leadingSpace || leadingBreak || trailingSpace || trailingBreak {
+		a.flowPlainAllowed = false
 		a.blockPlainAllowed = false
 	}
 	if trailingSpace {
 		a.blockAllowed = false
 	}
 	if breakSpace {
+		a.flowPlainAllowed = false
 		a.blockPlainAllowed = false
 		a.singleQuotedAllowed = false
 	}
 	if spaceBreak || tabCharacters || specialCharacters {
+		a.flowPlainAllowed = false
 		a.blockPlainAllowed = false
 		a.singleQuotedAllowed = false
 	}
@@ -571,7 +631,11 @@ func analyzeScalar(value string) (a scalarAnalysis, ok bool) {
 		a.blockAllowed = false
 	}
 	if lineBreaks {
+		a.flowPlainAllowed = false
 		a.blockPlainAllowed = false
+	}
+	if flowIndicators {
+		a.flowPlainAllowed = false
 	}
 	if blockIndicators {
 		a.blockPlainAllowed = false
@@ -779,35 +843,10 @@ func (e *emitter) writeDoubleQuoted(value string) {
 	e.indention = false
 }
 
-// writeLiteral is yaml_emitter_write_literal_scalar (with
-// yaml_emitter_write_block_scalar_hints; no line comment).
+// writeLiteral is yaml_emitter_write_literal_scalar (no line comment).
 func (e *emitter) writeLiteral(value string) {
 	e.indicator("|", true, false, false)
-	if value[0] == ' ' || isBreak(value, 0) {
-		e.indicator("2", false, false, false) // '0' + best_indent
-	}
-	// value is never empty here: the analysis forbids block style for "".
-	chomp := ""
-	i := len(value) - 1
-	for value[i]&0xC0 == 0x80 {
-		i--
-	}
-	if !isBreak(value, i) {
-		chomp = "-"
-	} else if i == 0 {
-		chomp = "+"
-	} else {
-		i--
-		for value[i]&0xC0 == 0x80 {
-			i--
-		}
-		if isBreak(value, i) {
-			chomp = "+"
-		}
-	}
-	if chomp != "" {
-		e.indicator(chomp, false, false, false)
-	}
+	e.blockScalarHints(value)
 	e.putBreak()
 	e.whitespace = true
 	breaks := true
@@ -837,5 +876,69 @@ func (e *emitter) writeLiteral(value string) {
 		e.indention = false
 		breaks = false
 		i = j
+	}
+}
+
+// writeFolded is yaml_emitter_write_folded_scalar (no line comment, no
+// folding of long lines: best_width is infinite).
+func (e *emitter) writeFolded(value string) {
+	e.indicator(">", true, false, false)
+	e.blockScalarHints(value)
+	e.putBreak()
+	e.whitespace = true
+	breaks := true
+	leadingSpaces := true
+	for i := 0; i < len(value); {
+		if isBreak(value, i) {
+			if !breaks && !leadingSpaces && value[i] == '\n' {
+				// yaml.v3 scans from the start of the value, not from i.
+				k := 0
+				for k < len(value) && isBreak(value, k) {
+					k += width(value[k])
+				}
+				if k < len(value) && !isBlankz(value, k) {
+					e.putBreak()
+				}
+			}
+			i = e.writeBreak(value, i)
+			breaks = true
+		} else {
+			if breaks {
+				e.writeIndent()
+				leadingSpaces = isBlank(value, i)
+			}
+			i = e.write(value, i)
+			e.indention = false
+			breaks = false
+		}
+	}
+}
+
+// blockScalarHints is yaml_emitter_write_block_scalar_hints.
+func (e *emitter) blockScalarHints(value string) {
+	if value[0] == ' ' || isBreak(value, 0) {
+		e.indicator("2", false, false, false) // '0' + best_indent
+	}
+	// value is never empty here: the analysis forbids block style for "".
+	chomp := ""
+	i := len(value) - 1
+	for value[i]&0xC0 == 0x80 {
+		i--
+	}
+	if !isBreak(value, i) {
+		chomp = "-"
+	} else if i == 0 {
+		chomp = "+"
+	} else {
+		i--
+		for value[i]&0xC0 == 0x80 {
+			i--
+		}
+		if isBreak(value, i) {
+			chomp = "+"
+		}
+	}
+	if chomp != "" {
+		e.indicator(chomp, false, false, false)
 	}
 }

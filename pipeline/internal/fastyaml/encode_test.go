@@ -113,6 +113,11 @@ func doc(n *yaml.Node) *yaml.Node {
 
 func str(v string) *yaml.Node { return scalar(v, "!!str", 0) }
 
+func flowStyle(n *yaml.Node) *yaml.Node {
+	n.Style |= yaml.FlowStyle
+	return n
+}
+
 // contexts places a node everywhere a scalar can appear.
 func contexts(n *yaml.Node) map[string]*yaml.Node {
 	return map[string]*yaml.Node{
@@ -126,6 +131,10 @@ func contexts(n *yaml.Node) map[string]*yaml.Node {
 		"seq of seq":    doc(seq(seq(n, n), seq(str("x")))),
 		"map in seq":    doc(mapping(str("a"), seq(mapping(str("k"), n, n, str("v")), str("y")))),
 		"deep":          doc(seq(mapping(str("a"), seq(seq(mapping(str("b"), n)))))),
+		"flow seq":      doc(mapping(str("a"), flowStyle(seq(n, str("x"), n)))),
+		"flow value":    doc(seq(flowStyle(mapping(str("k"), n, str("l"), seq(n, mapping()))))),
+		"flow key":      doc(flowStyle(mapping(n, str("v"), str("w"), n))),
+		"nested flow":   doc(flowStyle(seq(seq(n), mapping(str("a"), seq(n)), seq()))),
 	}
 }
 
@@ -157,20 +166,19 @@ var trickyStyles = []yaml.Style{0, yaml.DoubleQuotedStyle, yaml.SingleQuotedStyl
 
 func TestEncodeScalars(t *testing.T) {
 	total, handled := 0, 0
+	var current string
+	defer func() {
+		if t.Failed() {
+			t.Logf("last case: %s", current)
+		}
+	}()
 	for _, v := range trickyValues {
 		for _, tag := range trickyTags {
 			for _, st := range trickyStyles {
 				for name, n := range contexts(scalar(v, tag, st)) {
 					total++
-					ok := false
-					t.Run("", func(t *testing.T) {
-						defer func() {
-							if t.Failed() {
-								t.Logf("value %q tag %q style %d context %s", v, tag, st, name)
-							}
-						}()
-						ok = check(t, n)
-					})
+					current = fmt.Sprintf("value %q tag %q style %d context %s", v, tag, st, name)
+					ok := check(t, n)
 					if ok {
 						handled++
 					} else if mustHandle(v, tag, st, name) {
@@ -191,11 +199,12 @@ func mustHandle(v, tag string, st yaml.Style, context string) bool {
 		return false
 	}
 	switch st {
-	case 0, yaml.DoubleQuotedStyle, yaml.SingleQuotedStyle, yaml.LiteralStyle, yaml.DoubleQuotedStyle | yaml.LiteralStyle:
+	case 0, yaml.DoubleQuotedStyle, yaml.SingleQuotedStyle, yaml.LiteralStyle, yaml.FoldedStyle, yaml.FlowStyle,
+		yaml.DoubleQuotedStyle | yaml.LiteralStyle, yaml.SingleQuotedStyle | yaml.FoldedStyle, yaml.LiteralStyle | yaml.FoldedStyle:
 	default:
 		return false
 	}
-	if (context == "key" || context == "map in seq") && (len(v) > 128 || strings.ContainsAny(v, "\n\r\u0085\u2028\u2029")) {
+	if (context == "key" || context == "map in seq" || context == "flow key") && (len(v) > 128 || strings.ContainsAny(v, "\n\r\u0085\u2028\u2029")) {
 		return false
 	}
 	return true
@@ -230,8 +239,7 @@ func TestEncodeFallsBack(t *testing.T) {
 	anchored := doc(mapping(str("a"), str("b")))
 	anchored.Content[0].Content[1].Anchor = "x"
 	alias := doc(mapping(str("a"), &yaml.Node{Kind: yaml.AliasNode, Value: "x", Alias: anchored.Content[0].Content[1]}))
-	flow := doc(mapping(str("a"), seq(str("b"))))
-	flow.Content[0].Content[1].Style = yaml.FlowStyle
+	flow := doc(mapping(str("a"), flowStyle(mapping(seq(str("b")), str("c")))))
 	cases := map[string]*yaml.Node{
 		"comment":        withComment,
 		"head":           {Kind: yaml.DocumentNode, HeadComment: "# h", Content: []*yaml.Node{str("x")}},
@@ -242,7 +250,6 @@ func TestEncodeFallsBack(t *testing.T) {
 		"binary":         doc(mapping(str("a"), scalar("aGk=", "!!binary", 0))),
 		"int tag kept":   doc(mapping(str("a"), scalar("b", "!!int", 0))),
 		"tagged":         doc(mapping(str("a"), scalar("b", "!!str", yaml.TaggedStyle))),
-		"folded":         doc(mapping(str("a"), scalar("b\nc", "!!str", yaml.FoldedStyle))),
 		"complex key":    doc(mapping(mapping(str("a"), str("b")), str("c"))),
 		"long key":       doc(mapping(str(strings.Repeat("k", 129)), str("c"))),
 		"multiline key":  doc(mapping(str("a\nb"), str("c"))),
