@@ -120,48 +120,85 @@ func metaNodes(rn *yaml.RNode) (root, md, ann *yaml.Node, mi, ai int, ok bool) {
 
 // setAnnotation is rn.PipeE(yaml.SetAnnotation(key, value)).
 func setAnnotation(rn *yaml.RNode, key, value string) error {
+	return setAnnotations(rn, key, value)
+}
+
+// setAnnotations is setAnnotation for each key, value pair in turn, with
+// one look-up of the metadata for all of them.
+func setAnnotations(rn *yaml.RNode, kv ...string) error {
 	_, md, ann, _, _, ok := metaNodes(rn)
-	if ok && ann == nil && md != nil && len(md.Content) > 0 && utf8.ValidString(value) {
+	for i := 0; i+1 < len(kv); i += 2 {
+		if ok {
+			var done bool
+			if ann, done = setIn(md, ann, kv[i], kv[i+1]); done {
+				continue
+			}
+		}
+		if err := rn.PipeE(yaml.SetAnnotation(kv[i], kv[i+1])); err != nil {
+			return err
+		}
+		_, md, ann, _, _, ok = metaNodes(rn)
+	}
+	return nil
+}
+
+// setIn is SetAnnotation on a plain resource's metadata md and annotations
+// ann (nil when absent); done is false when only kyaml can do it.
+func setIn(md, ann *yaml.Node, key, value string) (*yaml.Node, bool) {
+	if md == nil || !utf8.ValidString(value) {
+		return ann, false
+	}
+	if ann == nil {
+		if len(md.Content) == 0 {
+			return ann, false // ClearEmptyAnnotations drops the empty metadata first
+		}
 		// PathGetter creates the annotations mapping, FieldSetter the field
-		md.Content = append(md.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: "annotations"}, &yaml.Node{Kind: yaml.MappingNode})
-		ann = md.Content[len(md.Content)-1]
-		ann.Content = append(ann.Content,
-			&yaml.Node{Kind: yaml.ScalarNode, Value: key},
-			&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: value, Style: yaml.SingleQuotedStyle})
-		return nil
+		ann = &yaml.Node{Kind: yaml.MappingNode}
+		md.Content = append(md.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: "annotations"}, ann)
+	} else if len(ann.Content) == 0 {
+		return ann, false
 	}
-	if !ok || ann == nil || len(ann.Content) == 0 || !utf8.ValidString(value) {
-		return rn.PipeE(yaml.SetAnnotation(key, value))
-	}
-	i, ok := uniqueField(ann, key)
-	if !ok {
-		return rn.PipeE(yaml.SetAnnotation(key, value))
+	i, unique := uniqueField(ann, key)
+	if !unique {
+		return ann, false
 	}
 	if i >= 0 {
 		// FieldSetter replaces the whole value node, keeping only its style
 		v := ann.Content[i+1]
 		*v = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: value, Style: v.Style}
-		return nil
+		return ann, true
 	}
 	ann.Content = append(ann.Content,
 		&yaml.Node{Kind: yaml.ScalarNode, Value: key},
 		&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: value, Style: yaml.SingleQuotedStyle})
-	return nil
+	return ann, true
 }
 
 // clearAnnotation is rn.PipeE(yaml.ClearAnnotation(key)).
 func clearAnnotation(rn *yaml.RNode, key string) error {
+	return clearAnnotations(rn, key)
+}
+
+// clearAnnotations is clearAnnotation for each key in turn.
+func clearAnnotations(rn *yaml.RNode, keys ...string) error {
 	_, _, ann, _, _, ok := metaNodes(rn)
 	if !ok {
-		return rn.PipeE(yaml.ClearAnnotation(key))
+		for _, k := range keys {
+			if err := rn.PipeE(yaml.ClearAnnotation(k)); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	if ann == nil {
 		return nil
 	}
-	for j := 0; j+1 < len(ann.Content); j += 2 {
-		if ann.Content[j].Value == key {
-			ann.Content = append(ann.Content[:j], ann.Content[j+2:]...)
-			return nil
+	for _, key := range keys {
+		for j := 0; j+1 < len(ann.Content); j += 2 {
+			if ann.Content[j].Value == key {
+				ann.Content = append(ann.Content[:j], ann.Content[j+2:]...)
+				break
+			}
 		}
 	}
 	return nil

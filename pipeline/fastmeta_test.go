@@ -64,7 +64,23 @@ func TestAnnotationEditsMatchKyaml(t *testing.T) {
 			func(rn *yaml.RNode) error { return clearAnnotation(rn, key) },
 			func(rn *yaml.RNode) error { return rn.PipeE(yaml.ClearAnnotation(key)) }})
 	}
-	ops = append(ops, op{"clear-empty", clearEmptyAnnotations, yaml.ClearEmptyAnnotations})
+	ops = append(ops, op{"clear-empty", clearEmptyAnnotations, yaml.ClearEmptyAnnotations},
+		op{"set two",
+			func(rn *yaml.RNode) error { return setAnnotations(rn, "new", "1", "k", "\xff") },
+			func(rn *yaml.RNode) error {
+				if err := rn.PipeE(yaml.SetAnnotation("new", "1")); err != nil {
+					return err
+				}
+				return rn.PipeE(yaml.SetAnnotation("k", "\xff"))
+			}},
+		op{"clear two",
+			func(rn *yaml.RNode) error { return clearAnnotations(rn, "x", "k") },
+			func(rn *yaml.RNode) error {
+				if err := rn.PipeE(yaml.ClearAnnotation("x")); err != nil {
+					return err
+				}
+				return rn.PipeE(yaml.ClearAnnotation("k"))
+			}})
 	for name, src := range shapes {
 		for _, o := range ops {
 			// the same op twice, then clear-empty: sequences as runFilter makes them

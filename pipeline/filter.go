@@ -27,10 +27,7 @@ func runFilter(run func(io.Reader, io.Writer) error, fnConfig *yaml.RNode, input
 	ids := make(map[string]*yaml.RNode, len(input))
 	for i, n := range input {
 		id := strconv.Itoa(i + 1)
-		if err := setAnnotation(n, kioutil.IdAnnotation, id); err != nil {
-			return nil, nil, err
-		}
-		if err := setAnnotation(n, kioutil.LegacyIdAnnotation, id); err != nil { //nolint:staticcheck
+		if err := setAnnotations(n, kioutil.IdAnnotation, id, kioutil.LegacyIdAnnotation, id); err != nil { //nolint:staticcheck
 			return nil, nil, err
 		}
 		ids[id] = n
@@ -48,10 +45,7 @@ func runFilter(run func(io.Reader, io.Writer) error, fnConfig *yaml.RNode, input
 	for i, n := range output {
 		if reused[i] {
 			// the input's own nodes: nothing to copy back
-			if err := clearAnnotation(n, kioutil.IdAnnotation); err != nil {
-				return nil, nil, err
-			}
-			if err := clearAnnotation(n, kioutil.LegacyIdAnnotation); err != nil { //nolint:staticcheck
+			if err := clearAnnotations(n, kioutil.IdAnnotation, kioutil.LegacyIdAnnotation); err != nil { //nolint:staticcheck
 				return nil, nil, err
 			}
 			continue
@@ -73,10 +67,7 @@ func runFilter(run func(io.Reader, io.Writer) error, fnConfig *yaml.RNode, input
 				return nil, nil, err
 			}
 		}
-		if err := clearAnnotation(n, kioutil.IdAnnotation); err != nil {
-			return nil, nil, err
-		}
-		if err := clearAnnotation(n, kioutil.LegacyIdAnnotation); err != nil { //nolint:staticcheck
+		if err := clearAnnotations(n, kioutil.IdAnnotation, kioutil.LegacyIdAnnotation); err != nil { //nolint:staticcheck
 			return nil, nil, err
 		}
 	}

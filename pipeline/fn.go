@@ -204,8 +204,7 @@ func (r *renderer) doFunction(st *fnStep, pn *pkgNode, input []*yaml.RNode, fnCo
 	// the filter numbers its input in place; the numbers must not outlive
 	// the call (a failed call never gets to remove them)
 	for _, n := range input {
-		_ = clearAnnotation(n, kioutil.IdAnnotation)
-		_ = clearAnnotation(n, kioutil.LegacyIdAnnotation) //nolint:staticcheck
+		_ = clearAnnotations(n, kioutil.IdAnnotation, kioutil.LegacyIdAnnotation) //nolint:staticcheck
 		_ = clearEmptyAnnotations(n)
 	}
 	var ee *execError

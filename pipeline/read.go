@@ -100,10 +100,12 @@ func readPackage(dir string) ([]*yaml.RNode, error) {
 				keys = append(keys, k)
 			}
 			sort.Strings(keys)
+			kv := make([]string, 0, 2*len(keys))
 			for _, k := range keys {
-				if err := setAnnotation(n, k, setAnn[k]); err != nil {
-					return nil, err
-				}
+				kv = append(kv, k, setAnn[k])
+			}
+			if err := setAnnotations(n, kv...); err != nil {
+				return nil, err
 			}
 		}
 		out = append(out, f.docs...)
