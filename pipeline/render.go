@@ -80,8 +80,10 @@ func (r *renderer) render() (*Output, error) {
 		out, err = r.hydrate(r.root)
 	}
 	if err != nil {
-		r.saveResults()
+		// kpt: partial write and summary line, root Kptfile status, then
+		// the results file (and its "For complete results" line)
 		r.onFailure(err)
+		r.saveResults()
 		return nil, newError(err, r.failedPkg(err), r.failedFunction())
 	}
 	if err := adjustRelPath(r.root, out); err != nil {
@@ -140,9 +142,12 @@ func (r *renderer) hydrate(pn *pkgNode) ([]*yaml.RNode, error) {
 		}
 		out, err := r.hydrate(sub)
 		if err != nil {
-			// kpt reports a subpackage's failure as that package's own
-			// ("pkg.render: pkg ./db: ..."), not nested in its parent's
-			return nil, err
+			// kpt's hydrate wraps a subpackage's failure in errors.E(op,
+			// subpkg, err) at every level: for a direct subpackage this
+			// collapses to the subpackage's own error ("pkg.render: pkg
+			// ./db:\n\tpipeline.run: ..."), deeper ones nest
+			// ("pkg.render: pkg ./a:\n\tpkg ./a/b:\n\tpipeline.run: ...")
+			return nil, kptE("pkg.render", sub.status(), err)
 		}
 		input = append(input, out...)
 	}
@@ -154,35 +159,46 @@ func (r *renderer) hydrate(pn *pkgNode) ([]*yaml.RNode, error) {
 	return out, nil
 }
 
-// hydrateBFS renders top-down: each package's pipeline runs over its own
-// current resources and its descendants' (parents before children).
+// hydrateBFS is kpt's hydrateBfsOrder (kpt.dev/bfs-rendering: "true").
+// Phase 1 walks the tree breadth-first (children of a package in path
+// order): each package's own resources are read and its direct
+// subpackages' Kptfiles validated. Phase 2 runs the pipelines in that
+// order, parents before children; a package's pipeline sees its own current
+// resources followed by its descendants' (pre-order), never its parent's or
+// siblings'. After each run the output is handed back by package-path
+// annotation: the package itself gets what carries its path or none, any
+// other package that has resources in the output has its resources replaced
+// by them (one that has none keeps what it had), resources naming no known
+// package are dropped. The result is every package's resources in
+// breadth-first order.
 func (r *renderer) hydrateBFS() ([]*yaml.RNode, error) {
+	root := r.root.status()
 	var order []*pkgNode
 	children := map[*pkgNode][]*pkgNode{}
 	current := map[string][]*yaml.RNode{}
-	byDir := map[string]*pkgNode{}
 	queue := []*pkgNode{r.root}
 	for len(queue) > 0 {
 		pn := queue[0]
 		queue = queue[1:]
-		if pn != r.root {
-			if err := pn.kf.Validate(pn.dir); err != nil {
-				return nil, wrap("pkg.render", pn.status(), wrap("pkg.read", pn.status(), err))
-			}
-		}
 		order = append(order, pn)
-		byDir[pn.dir] = pn
-		subs, err := pn.subpackages(r.root)
-		if err != nil {
-			return nil, wrap("pkg.render", pn.status(), err)
-		}
-		children[pn] = subs
+		// kpt counts every package discovered, whether or not its pipeline ran
+		r.pkgs++
 		local, err := pn.localResources()
 		if err != nil {
-			return nil, wrap("pkg.render", pn.status(), err)
+			return nil, kptE("pkg.render", root, err)
 		}
 		r.trackInput(pn, local)
 		current[pn.dir] = local
+		subs, err := pn.subpackages(r.root)
+		if err != nil {
+			return nil, kptE("pkg.render", root, err)
+		}
+		for _, sub := range subs {
+			if err := sub.kf.Validate(sub.dir); err != nil {
+				return nil, kptE("pkg.render", root, wrap("pkg.read", sub.status(), err))
+			}
+		}
+		children[pn] = subs
 		queue = append(queue, subs...)
 	}
 	var subtree func(pn *pkgNode) []*pkgNode
@@ -193,50 +209,67 @@ func (r *renderer) hydrateBFS() ([]*yaml.RNode, error) {
 		}
 		return out
 	}
+	propagate := func(pn *pkgNode, out []*yaml.RNode) {
+		byPkg := map[string][]*yaml.RNode{}
+		for _, n := range out {
+			d := pkgPathOf(n)
+			if d == "" {
+				d = pn.dir
+			}
+			byPkg[d] = append(byPkg[d], n)
+		}
+		for _, m := range order {
+			if g, ok := byPkg[m.dir]; ok {
+				current[m.dir] = g
+			} else if m == pn {
+				current[m.dir] = nil
+			}
+		}
+	}
+	aggregate := func() []*yaml.RNode {
+		var all []*yaml.RNode
+		for _, m := range order {
+			all = append(all, current[m.dir]...)
+		}
+		return all
+	}
 	for _, pn := range order {
-		r.pkgs++
-		members := subtree(pn)
 		var input []*yaml.RNode
-		inTree := map[string]bool{}
-		for _, m := range members {
+		for _, m := range subtree(pn) {
 			input = append(input, current[m.dir]...)
-			inTree[m.dir] = true
 		}
 		out, err := r.runPipeline(pn, input)
 		if err != nil {
 			// what was rendered so far, for save-on-render-failure: the
-			// failing package's subtree as its last successful mutator
-			// left it, every other package as it stands
-			partial, hasPartial := r.latest[pn]
-			var all []*yaml.RNode
-			for _, m := range subtree(r.root) {
-				switch {
-				case m == pn && hasPartial:
-					all = append(all, partial...)
-				case hasPartial && inTree[m.dir]:
-				default:
-					all = append(all, current[m.dir]...)
-				}
+			// failing pipeline's resources as its last successful mutator
+			// left them (its input when none ran), handed back as above
+			partial, ok := r.latest[pn]
+			if !ok {
+				partial = input
 			}
-			r.latest = map[*pkgNode][]*yaml.RNode{r.root: all}
-			return nil, wrap("pkg.render", pn.status(), err)
+			propagate(pn, partial)
+			r.latest = map[*pkgNode][]*yaml.RNode{r.root: aggregate()}
+			return nil, kptE("pkg.render", root, err)
 		}
-		for _, m := range members {
-			current[m.dir] = nil
-		}
-		for _, n := range out {
-			d := pkgPathOf(n)
-			if !inTree[d] {
-				d = pn.dir
-			}
-			current[d] = append(current[d], n)
-		}
+		propagate(pn, out)
 	}
-	var all []*yaml.RNode
-	for _, m := range subtree(r.root) {
-		all = append(all, current[m.dir]...)
+	return aggregate(), nil
+}
+
+// kptE is kpt's errors.E(op, path, err): when err is itself such an error,
+// its package and operation are dropped where they repeat the outer ones.
+func kptE(op, path string, err error) error {
+	if inner, ok := err.(*kerr); ok {
+		cp := *inner
+		if cp.path == path {
+			cp.path = ""
+		}
+		if cp.op == op {
+			cp.op = ""
+		}
+		err = &cp
 	}
-	return all, nil
+	return &kerr{op: op, path: path, err: err}
 }
 
 func (r *renderer) trackInput(pn *pkgNode, nodes []*yaml.RNode) {
@@ -334,9 +367,12 @@ func configFor(pn *pkgNode, f kptv1.Function, input []*yaml.RNode) (*yaml.RNode,
 	return nil, nil
 }
 
+// recordPrepareFailure records a function that could not be set up (kpt's
+// preExecFailureStep): its name, image or exec, the cause and exit code 1.
 func (r *renderer) recordPrepareFailure(steps *[]kptv1.PipelineStepResult, fns []kptv1.Function, i int, err error) {
 	st := kptv1.PipelineStepResult{ExecutionError: err.Error(), ExitCode: 1}
 	if i >= 0 && i < len(fns) {
+		st.Name = fns[i].Name
 		if fns[i].Exec != "" {
 			st.Exec = fns[i].Exec
 		} else {
@@ -347,23 +383,58 @@ func (r *renderer) recordPrepareFailure(steps *[]kptv1.PipelineStepResult, fns [
 	r.failedStep = &(*steps)[len(*steps)-1]
 }
 
+// recordRun records a failed call for eval (which writes no render status).
 func (r *renderer) recordRun(steps *[]kptv1.PipelineStepResult, st *fnStep, fr *FnResult, err error) {
-	rec := kptv1.PipelineStepResult{Image: st.image, Stderr: fr.Stderr, ExitCode: fr.ExitCode}
+	rec := kptv1.PipelineStepResult{Name: st.fn.Name, Image: st.image, Stderr: fr.Stderr, ExitCode: fr.ExitCode}
 	if st.image == "" {
 		rec.Exec = st.exec
 	}
-	// results holds every result, errorResults repeats those of severity error
 	rec.Results = fr.Results
-	for _, res := range fr.Results {
-		if res != nil && res.Severity == "error" {
-			rec.ErrorResults = append(rec.ErrorResults, res)
-		}
-	}
 	var ee *execError
 	if err != nil && !errors.As(err, &ee) {
 		rec.ExecutionError = err.Error()
 		if rec.ExitCode == 0 {
 			rec.ExitCode = 1
+		}
+	}
+	*steps = append(*steps, rec)
+	if err != nil {
+		r.failedStep = &(*steps)[len(*steps)-1]
+	}
+}
+
+// recordStep records one function call as kpt's captureStepResult does:
+// stderr, exit code and results come from the function result the call
+// appended to the results list (none when it failed before that, e.g. on an
+// output invariant); an error other than the function's own non-zero exit
+// (which the transcript already showed) becomes executionError, exit code 1
+// unless the function's result says otherwise.
+func (r *renderer) recordStep(steps *[]kptv1.PipelineStepResult, st *fnStep, resultsBefore int, err error) {
+	rec := kptv1.PipelineStepResult{Name: st.fn.Name, Image: st.image}
+	if st.image == "" {
+		rec.Exec = st.exec
+	}
+	if n := len(r.results.Items); n > resultsBefore {
+		fr := r.results.Items[n-1]
+		rec.Stderr = fr.Stderr
+		rec.ExitCode = fr.ExitCode
+		// results holds every result, errorResults repeats those of severity error
+		rec.Results = fr.Results
+		for _, res := range fr.Results {
+			if res != nil && res.Severity == "error" {
+				rec.ErrorResults = append(rec.ErrorResults, res)
+			}
+		}
+	}
+	var ee *execError
+	if err != nil {
+		if errors.As(err, &ee) {
+			rec.ExitCode = ee.exitCode
+		} else {
+			rec.ExecutionError = err.Error()
+			if rec.ExitCode == 0 {
+				rec.ExitCode = 1
+			}
 		}
 	}
 	*steps = append(*steps, rec)
@@ -398,8 +469,9 @@ func (r *renderer) runMutators(pn *pkgNode, input []*yaml.RNode) ([]*yaml.RNode,
 		if i+1 < len(steps) {
 			r.prepareNext(steps[i+1])
 		}
-		output, fr, err := r.runFunction(st, pn, selected, fnConfig, selective)
-		r.recordRun(&r.mutationSteps, st, fr, err)
+		before := len(r.results.Items)
+		output, _, err := r.runFunction(st, pn, selected, fnConfig, selective)
+		r.recordStep(&r.mutationSteps, st, before, err)
 		if err != nil {
 			var ee *execError
 			if errors.As(err, &ee) {
@@ -448,8 +520,9 @@ func (r *renderer) runValidators(pn *pkgNode, input []*yaml.RNode) error {
 		if i+1 < len(steps) {
 			r.prepareNext(steps[i+1])
 		}
-		_, fr, err := r.runFunction(st, pn, copies, fnConfig, len(f.Selectors) > 0 || len(f.Exclusions) > 0)
-		r.recordRun(&r.validationSteps, st, fr, err)
+		before := len(r.results.Items)
+		_, _, err = r.runFunction(st, pn, copies, fnConfig, len(f.Selectors) > 0 || len(f.Exclusions) > 0)
+		r.recordStep(&r.validationSteps, st, before, err)
 		if err != nil {
 			var ee *execError
 			if errors.As(err, &ee) {

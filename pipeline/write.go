@@ -163,29 +163,48 @@ func (r *renderer) setStatus(nodes []*yaml.RNode, renderErr error) error {
 	return nil
 }
 
+// status is kpt's updateRenderStatus/buildRenderStatus: the Rendered
+// condition, and (when any function ran or failed to start) every step of
+// every package in run order; on failure errorSummary has one line per
+// failed step, "<name|image|exec>: <executionError|exit code N>".
 func (r *renderer) status(renderErr error) *kptv1.Status {
 	st := &kptv1.Status{}
-	rs := &kptv1.RenderStatus{MutationSteps: r.mutationSteps, ValidationSteps: r.validationSteps}
 	if renderErr == nil {
 		st.Conditions = []kptv1.Condition{{Type: kptv1.ConditionRendered, Status: "True", Reason: kptv1.ReasonSuccess}}
 	} else {
 		st.Conditions = []kptv1.Condition{{Type: kptv1.ConditionRendered, Status: "False", Reason: kptv1.ReasonFailed, Message: renderErr.Error()}}
-		if f := r.failedStep; f != nil {
-			name := f.Image
-			if name == "" {
-				name = f.Exec
+	}
+	if len(r.mutationSteps) == 0 && len(r.validationSteps) == 0 {
+		return st
+	}
+	rs := &kptv1.RenderStatus{MutationSteps: r.mutationSteps, ValidationSteps: r.validationSteps}
+	if renderErr != nil {
+		var lines []string
+		for _, steps := range [][]kptv1.PipelineStepResult{r.mutationSteps, r.validationSteps} {
+			for _, s := range steps {
+				switch {
+				case s.ExecutionError != "":
+					lines = append(lines, stepName(s)+": "+s.ExecutionError)
+				case s.ExitCode != 0:
+					lines = append(lines, fmt.Sprintf("%s: exit code %d", stepName(s), s.ExitCode))
+				}
 			}
-			cause := f.ExecutionError
-			if cause == "" {
-				cause = fmt.Sprintf("exit code %d", f.ExitCode)
-			}
-			rs.ErrorSummary = name + ": " + cause
 		}
+		rs.ErrorSummary = strings.Join(lines, "\n")
 	}
-	if len(rs.MutationSteps) > 0 || len(rs.ValidationSteps) > 0 || rs.ErrorSummary != "" {
-		st.RenderStatus = rs
-	}
+	st.RenderStatus = rs
 	return st
+}
+
+// stepName names a step in errorSummary: its Kptfile name, else image, else exec.
+func stepName(s kptv1.PipelineStepResult) string {
+	if s.Name != "" {
+		return s.Name
+	}
+	if s.Image != "" {
+		return s.Image
+	}
+	return s.Exec
 }
 
 // onFailure writes what kpt writes when a render fails (in place only): the
@@ -198,7 +217,16 @@ func (r *renderer) onFailure(renderErr error) {
 		partial := r.collectPartial(r.root)
 		if err := adjustRelPath(r.root, partial); err == nil {
 			if err := r.setStatus(partial, renderErr); err == nil {
-				_ = r.writeInPlace(partial)
+				// kpt writes the partial result but prunes nothing on
+				// failure: files whose resources are gone stay
+				if files, err := encodeFiles(partial); err == nil {
+					_ = commitFiles(r.root.dir, files, nil)
+				}
+				if r.executed == 0 {
+					r.pr.printf("Failed to execute any functions in %d package(s).\n", r.pkgs)
+				} else {
+					r.pr.printf("Partially executed %d function(s) in %d package(s).\n", r.executed, r.pkgs)
+				}
 				return
 			}
 		}

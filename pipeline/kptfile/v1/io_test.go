@@ -68,3 +68,56 @@ func TestStatusFromAnotherVersionIsAccepted(t *testing.T) {
 		t.Fatalf("status lost: %+v", kf.Status)
 	}
 }
+
+// TestMarshalFieldOrder: kpt marshals the Kptfile from its Go structs, so
+// field order is struct order. Function (pkg/api/kptfile/v1 in kpt):
+// image, exec, configPath, configMap, name, tag, selectors, exclude;
+// PipelineStepResult: name, image, exec, executionError, stderr, exitCode,
+// results, errorResults.
+func TestMarshalFieldOrder(t *testing.T) {
+	kf := &KptFile{
+		Pipeline: &Pipeline{Mutators: []Function{{
+			Image: "set-labels", ConfigMap: map[string]string{"b": "2", "a": "1"},
+			Name: "labels", Tag: "~0.2", Selectors: []Selector{{Kind: "ConfigMap"}}, Exclusions: []Selector{{Name: "x"}},
+		}}},
+		Status: &Status{RenderStatus: &RenderStatus{MutationSteps: []PipelineStepResult{{
+			Name: "labels", Image: "ghcr.io/x/set-labels:v0.2.1", ExecutionError: "boom",
+			Stderr: "oops\n", ExitCode: 1,
+		}}, ErrorSummary: "labels: boom"}},
+	}
+	kf.APIVersion, kf.Kind, kf.Name = KptFileAPIVersion, KptFileKind, "app"
+	b, err := Marshal(kf, "wide")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `apiVersion: kpt.dev/v1
+kind: Kptfile
+metadata:
+  name: app
+pipeline:
+  mutators:
+    - image: set-labels
+      configMap:
+        a: "1"
+        b: "2"
+      name: labels
+      tag: ~0.2
+      selectors:
+        - kind: ConfigMap
+      exclude:
+        - name: x
+status:
+  renderStatus:
+    mutationSteps:
+      - name: labels
+        image: ghcr.io/x/set-labels:v0.2.1
+        executionError: boom
+        stderr: |
+          oops
+        exitCode: 1
+    errorSummary: 'labels: boom'
+`
+	if string(b) != want {
+		t.Fatalf("got\n%s\nwant\n%s", b, want)
+	}
+}

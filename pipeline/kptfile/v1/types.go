@@ -183,12 +183,18 @@ type RenderStatus struct {
 	ErrorSummary    string               `yaml:"errorSummary,omitempty" json:"errorSummary,omitempty"`
 }
 
-// PipelineStepResult is one function run.
+// PipelineStepResult is one function run. The field order is kpt's
+// (api/kptfile/v1 PipelineStepResult): name, image, exec, executionError,
+// stderr, exitCode, results, errorResults.
 type PipelineStepResult struct {
+	// Name is the function's `name:` in the Kptfile, when it has one.
+	Name string `yaml:"name,omitempty" json:"name,omitempty"`
+	// Image is the reference that ran: prefix applied, `tag:` resolved,
+	// ":latest" appended when there was neither tag nor digest.
 	Image          string              `yaml:"image,omitempty" json:"image,omitempty"`
 	Exec           string              `yaml:"exec,omitempty" json:"exec,omitempty"`
-	Stderr         string              `yaml:"stderr,omitempty" json:"stderr,omitempty"`
 	ExecutionError string              `yaml:"executionError,omitempty" json:"executionError,omitempty"`
+	Stderr         string              `yaml:"stderr,omitempty" json:"stderr,omitempty"`
 	ExitCode       int                 `yaml:"exitCode" json:"exitCode"`
 	Results        []*framework.Result `yaml:"results,omitempty" json:"results,omitempty"`
 	ErrorResults   []*framework.Result `yaml:"errorResults,omitempty" json:"errorResults,omitempty"`

@@ -1,0 +1,2 @@
+set -eo pipefail
+kpt fn render --allow-exec -o unwrap | grep '^  name: '
