@@ -440,7 +440,7 @@ var treeStyles = []yaml.Style{0, 0, 0, yaml.DoubleQuotedStyle, yaml.SingleQuoted
 	yaml.FlowStyle, yaml.TaggedStyle, yaml.DoubleQuotedStyle | yaml.SingleQuotedStyle}
 
 func (tb *treeBuilder) value() string {
-	n := tb.next() % 6
+	n := tb.next() % 9
 	var s strings.Builder
 	for i := 0; i < n; i++ {
 		s.WriteString(treePieces[tb.next()%len(treePieces)])
