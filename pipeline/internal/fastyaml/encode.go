@@ -54,6 +54,11 @@ type emitter struct {
 	indention  bool
 	compact    bool
 	flow       int // flow_level: nesting depth of flow collections
+	footIndent int // foot_indent
+
+	// Comments waiting to be written, as yaml_emitter_analyze_event leaves
+	// them: set from each event that carries one, cleared when written.
+	headComment, lineComment, footComment, tailComment, keyLineComment string
 }
 
 func newEmitter(buf []byte, style SeqStyle) emitter {
@@ -63,13 +68,15 @@ func newEmitter(buf []byte, style SeqStyle) emitter {
 		whitespace: true,
 		indention:  true,
 		compact:    style == Compact,
+		footIndent: -1,
 	}
 }
 
 var scratch = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
-// Encodable reports whether AppendNode can encode n (a DocumentNode or any
-// node) exactly as yaml.v3 would.
+// Encodable reports whether AppendDocument can encode n (a DocumentNode or
+// any node) exactly as yaml.v3 would. It costs as much as encoding: callers
+// that want the bytes should call AppendDocument and check ok instead.
 func Encodable(n *yaml.Node) bool {
 	bp := scratch.Get().(*[]byte)
 	out, ok := AppendDocument((*bp)[:0], n, Compact)
@@ -88,25 +95,54 @@ func Encodable(n *yaml.Node) bool {
 // writes for n (a DocumentNode, or any other node, which yaml.v3 wraps in a
 // document). ok is false, and buf is returned unchanged, when n is outside
 // the handled subset.
+//
+// Documents written one after another by a single yaml.v3 encoder (as
+// kio.ByteWriter does) are the AppendDocument outputs joined by "---\n":
+// AppendDocument declines documents that would leave a comment pending for
+// the next one.
 func AppendDocument(buf []byte, n *yaml.Node, style SeqStyle) (out []byte, ok bool) {
 	if n == nil {
 		return buf, false
 	}
+	e := newEmitter(buf, style)
 	root := n
 	if n.Kind == yaml.DocumentNode {
-		if len(n.Content) != 1 || hasComment(n) {
+		if len(n.Content) != 1 || !validComment(n.HeadComment) || !validComment(n.FootComment) {
 			return buf, false
 		}
 		root = n.Content[0]
+		// yaml_emitter_emit_document_start (implicit, first document).
+		if n.HeadComment != "" {
+			e.headComment = n.HeadComment
+			e.processHeadComment()
+			e.putBreak()
+		}
 	}
-	e := newEmitter(buf, style)
-	if !e.node(root, true, false, false, false) {
+	// yaml_emitter_emit_document_content.
+	if !e.startEvent(root, "", false) {
 		return buf, false
 	}
-	// yaml_emitter_emit_document_end: the implicit end writes only the
-	// pending line break.
-	e.indent = -1
+	e.processHeadComment()
+	coll, flow, ok := e.emitNode(root, false, false, false)
+	if !ok {
+		return buf, false
+	}
+	e.processLineComment()
+	e.processFootComment()
+	if coll && !e.body(root, false, flow, false) {
+		return buf, false
+	}
+	// yaml_emitter_emit_document_end (implicit).
+	if n.Kind == yaml.DocumentNode && n.FootComment != "" {
+		e.footComment = n.FootComment
+	}
+	e.footIndent = 0
+	e.processFootComment()
+	e.footIndent = -1
 	e.writeIndent()
+	if e.pending() || e.headComment != "" || e.keyLineComment != "" {
+		return buf, false
+	}
 	return e.buf, true
 }
 
@@ -115,20 +151,35 @@ func AppendDocument(buf []byte, n *yaml.Node, style SeqStyle) (out []byte, ok bo
 // holding just n produces ("- apiVersion: v1\n  kind: X\n..."), such that
 // appending items one by one gives exactly the bytes of encoding the whole
 // sequence at once. ok is false, and buf is returned unchanged, when n is
-// not handled.
+// not handled (a DocumentNode is not an item: pass its root).
 //
 // That composes because the emitter state after each item's closing line
-// break (column 0, at a line start, after whitespace) is the state it has
-// before the first item.
+// break (column 0, at a line start, after whitespace, no comment pending) is
+// the state it has before the first item; items that would leave a comment
+// pending or a foot comment's blank line owed fall back.
 func AppendSeqItem(buf []byte, n *yaml.Node, style SeqStyle) (out []byte, ok bool) {
 	if n == nil {
 		return buf, false
 	}
 	e := newEmitter(buf, style)
 	e.indent = 0 // the root sequence's indentation
+	// yaml_emitter_emit_block_sequence_item.
+	if !e.startEvent(n, "", false) {
+		return buf, false
+	}
+	e.processHeadComment()
 	e.writeIndent()
 	e.indicator("-", true, false, true)
-	if !e.node(n, false, true, false, false) {
+	coll, flow, ok := e.emitNode(n, true, false, false)
+	if !ok {
+		return buf, false
+	}
+	e.processLineComment()
+	e.processFootComment()
+	if coll && !e.body(n, true, flow, false) {
+		return buf, false
+	}
+	if e.pending() || e.headComment != "" || e.keyLineComment != "" || e.footIndent != -1 {
 		return buf, false
 	}
 	e.indent = -1
@@ -136,8 +187,65 @@ func AppendSeqItem(buf []byte, n *yaml.Node, style SeqStyle) (out []byte, ok boo
 	return e.buf, true
 }
 
-func hasComment(n *yaml.Node) bool {
-	return n.HeadComment != "" || n.LineComment != "" || n.FootComment != ""
+// validComment: yaml.v3 writes comments character by character and panics
+// on invalid UTF-8.
+func validComment(c string) bool {
+	return c == "" || utf8.ValidString(c)
+}
+
+// startEvent is yaml_emitter_analyze_event's comment handling for the
+// event that starts n (what (*encoder).node attaches to it): tail is the
+// previous key's foot comment, stripFoot drops n's foot comment (a key's,
+// which the encoder moves to the next key's tail). It reports false for
+// invalid UTF-8 in a comment.
+func (e *emitter) startEvent(n *yaml.Node, tail string, stripFoot bool) bool {
+	if n.HeadComment == "" && n.LineComment == "" && n.FootComment == "" && tail == "" {
+		return true
+	}
+	if !validComment(n.HeadComment) || !validComment(n.LineComment) || !validComment(n.FootComment) || !validComment(tail) {
+		return false
+	}
+	if n.HeadComment != "" {
+		e.headComment = n.HeadComment
+	}
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if n.LineComment != "" {
+			e.lineComment = n.LineComment
+		}
+		if n.FootComment != "" && !stripFoot {
+			e.footComment = n.FootComment
+		}
+		if tail != "" {
+			e.tailComment = tail
+		}
+	case yaml.MappingNode:
+		if tail != "" {
+			e.tailComment = tail
+		}
+	}
+	return true
+}
+
+// endEvent is the analysis of a collection's end event: a mapping's end
+// carries the last key's foot comment as its tail, and both carry the
+// collection's line and foot comments.
+func (e *emitter) endEvent(n *yaml.Node, tail string) {
+	if tail != "" {
+		e.tailComment = tail
+	}
+	if n.LineComment != "" {
+		e.lineComment = n.LineComment
+	}
+	if n.FootComment != "" {
+		e.footComment = n.FootComment
+	}
+}
+
+// pending reports a line, foot or tail comment waiting (what the flow
+// states check to pick their TRAIL variants).
+func (e *emitter) pending() bool {
+	return e.lineComment != "" || e.footComment != "" || e.tailComment != ""
 }
 
 // putBreak is put_break.
@@ -147,7 +255,7 @@ func (e *emitter) putBreak() {
 	e.indention = true
 }
 
-// writeIndent is yaml_emitter_write_indent (foot_indent is always -1 here).
+// writeIndent is yaml_emitter_write_indent.
 func (e *emitter) writeIndent() {
 	indent := e.indent
 	if indent < 0 {
@@ -156,11 +264,15 @@ func (e *emitter) writeIndent() {
 	if !e.indention || e.column > indent || (e.column == indent && !e.whitespace) {
 		e.putBreak()
 	}
+	if e.footIndent == indent {
+		e.putBreak()
+	}
 	for e.column < indent {
 		e.buf = append(e.buf, ' ')
 		e.column++
 	}
 	e.whitespace = true
+	e.footIndent = -1
 }
 
 // indicator is yaml_emitter_write_indicator for an ASCII indicator.
@@ -173,6 +285,87 @@ func (e *emitter) indicator(ind string, needWhitespace, isWhitespace, isIndentio
 	e.column += len(ind)
 	e.whitespace = isWhitespace
 	e.indention = e.indention && isIndention
+}
+
+// processHeadComment is yaml_emitter_process_head_comment.
+func (e *emitter) processHeadComment() {
+	if e.tailComment != "" {
+		e.writeIndent()
+		e.writeComment(e.tailComment)
+		e.tailComment = ""
+		e.footIndent = max(e.indent, 0)
+	}
+	if e.headComment == "" {
+		return
+	}
+	e.writeIndent()
+	e.writeComment(e.headComment)
+	e.headComment = ""
+}
+
+// processLineComment is yaml_emitter_process_line_comment.
+func (e *emitter) processLineComment() {
+	if e.lineComment == "" {
+		return
+	}
+	if !e.whitespace {
+		e.buf = append(e.buf, ' ')
+		e.column++
+	}
+	e.writeComment(e.lineComment)
+	e.lineComment = ""
+}
+
+// lineCommentLinebreak is yaml_emitter_process_line_comment_linebreak(true),
+// which block scalars call after their header.
+func (e *emitter) lineCommentLinebreak() {
+	if e.lineComment == "" {
+		e.putBreak()
+		return
+	}
+	e.processLineComment()
+}
+
+// processFootComment is yaml_emitter_process_foot_comment.
+func (e *emitter) processFootComment() {
+	if e.footComment == "" {
+		return
+	}
+	e.writeIndent()
+	e.writeComment(e.footComment)
+	e.footComment = ""
+	e.footIndent = max(e.indent, 0)
+}
+
+// writeComment is yaml_emitter_write_comment.
+func (e *emitter) writeComment(comment string) {
+	breaks := false
+	pound := false
+	for i := 0; i < len(comment); {
+		if isBreak(comment, i) {
+			i = e.writeBreak(comment, i)
+			breaks = true
+			pound = false
+		} else {
+			if breaks {
+				e.writeIndent()
+			}
+			if !pound {
+				if comment[i] != '#' {
+					e.buf = append(e.buf, '#', ' ')
+					e.column += 2
+				}
+				pound = true
+			}
+			i = e.write(comment, i)
+			e.indention = false
+			breaks = false
+		}
+	}
+	if !breaks {
+		e.putBreak()
+	}
+	e.whitespace = true
 }
 
 // increaseIndent is yaml_emitter_increase_indent_compact; inSeq says the
@@ -197,119 +390,238 @@ func (e *emitter) increaseIndent(flow, inSeq, compactSeq bool) int {
 	return saved
 }
 
-// node emits n in the context yaml_emitter_emit_node is given: root,
-// inSeq (item of a block sequence), mapping (key or value of a block
-// mapping), simpleKey (a mapping key). It reports false for anything outside
-// the handled subset.
-func (e *emitter) node(n *yaml.Node, root, inSeq, mapping, simpleKey bool) bool {
-	if n.Anchor != "" || hasComment(n) || n.Style&yaml.TaggedStyle != 0 {
-		return false
+// emitNode is yaml_emitter_emit_node for the event that starts n, in the
+// context it is given: inSeq (item of a block sequence: the state on top of
+// the stack is BLOCK_SEQUENCE_ITEM), mapping (key or value of a mapping),
+// simpleKey (a mapping key). A scalar is written; for a collection it
+// reports coll, and flow when the flow states take it (flow_level > 0, flow
+// style or empty), and the caller runs body once its own state function has
+// finished with the start event. ok is false for anything outside the
+// handled subset.
+func (e *emitter) emitNode(n *yaml.Node, inSeq, mapping, simpleKey bool) (coll, flow, ok bool) {
+	if n.Anchor != "" || n.Style&yaml.TaggedStyle != 0 {
+		return false, false, false
 	}
 	switch n.Kind {
 	case yaml.ScalarNode:
-		return e.scalar(n, inSeq, simpleKey)
+		return false, false, e.scalar(n, inSeq, simpleKey)
 	case yaml.MappingNode:
 		if simpleKey || (n.Tag != "" && shortTag(n.Tag) != mapTag) || len(n.Content)%2 != 0 {
-			return false
+			return false, false, false
 		}
-		if e.flow > 0 || n.Style&yaml.FlowStyle != 0 || len(n.Content) == 0 {
-			// check_empty_mapping: an empty mapping is written in flow style.
-			return e.flowMapping(n, inSeq)
-		}
-		saved := e.increaseIndent(false, inSeq, false)
-		for i := 0; i < len(n.Content); i += 2 {
-			k := n.Content[i]
-			if k.Kind != yaml.ScalarNode {
-				return false // complex key
-			}
-			e.writeIndent()
-			if !e.node(k, false, false, true, true) {
-				return false
-			}
-			e.indicator(":", false, false, false)
-			if !e.node(n.Content[i+1], false, false, true, false) {
-				return false
-			}
-		}
-		e.indent = saved
-		return true
 	case yaml.SequenceNode:
 		if simpleKey || (n.Tag != "" && shortTag(n.Tag) != seqTag) {
+			return false, false, false
+		}
+	default:
+		return false, false, false // documents inside nodes, aliases, zero nodes
+	}
+	// check_empty_mapping / check_empty_sequence: an empty collection is
+	// written in flow style.
+	return true, e.flow > 0 || n.Style&yaml.FlowStyle != 0 || len(n.Content) == 0, true
+}
+
+// body emits the children and the end event of collection n, which
+// emitNode started: inSeq and mapping are the context emitNode was given.
+func (e *emitter) body(n *yaml.Node, inSeq, flow, mapping bool) bool {
+	switch {
+	case n.Kind == yaml.SequenceNode && !flow:
+		return e.blockSequence(n, inSeq, mapping)
+	case n.Kind == yaml.MappingNode && !flow:
+		return e.blockMapping(n, inSeq)
+	case n.Kind == yaml.SequenceNode:
+		return e.flowSequence(n, inSeq)
+	default:
+		return e.flowMapping(n, inSeq)
+	}
+}
+
+// blockSequence is yaml_emitter_emit_block_sequence_item.
+func (e *emitter) blockSequence(n *yaml.Node, inSeq, mapping bool) bool {
+	compactSeq := mapping && (e.column == 0 || !e.indention) && e.compact
+	saved := e.increaseIndent(false, inSeq, compactSeq)
+	for _, item := range n.Content {
+		if !e.startEvent(item, "", false) {
 			return false
 		}
-		if e.flow > 0 || n.Style&yaml.FlowStyle != 0 || len(n.Content) == 0 {
-			// check_empty_sequence: an empty sequence is written in flow style.
-			return e.flowSequence(n, inSeq)
+		e.processHeadComment()
+		e.writeIndent()
+		e.indicator("-", true, false, true)
+		coll, flow, ok := e.emitNode(item, true, false, false)
+		if !ok {
+			return false
 		}
-		compactSeq := mapping && (e.column == 0 || !e.indention) && e.compact
-		saved := e.increaseIndent(false, inSeq, compactSeq)
-		for _, item := range n.Content {
-			e.writeIndent()
-			e.indicator("-", true, false, true)
-			if !e.node(item, false, true, false, false) {
-				return false
+		e.processLineComment()
+		e.processFootComment()
+		if coll && !e.body(item, true, flow, false) {
+			return false
+		}
+	}
+	e.endEvent(n, "")
+	e.indent = saved
+	return true
+}
+
+// blockMapping is yaml_emitter_emit_block_mapping_key and
+// yaml_emitter_emit_block_mapping_value for simple keys.
+func (e *emitter) blockMapping(n *yaml.Node, inSeq bool) bool {
+	saved := e.increaseIndent(false, inSeq, false)
+	tail := ""
+	for i := 0; i < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			return false // complex key
+		}
+		if !e.startEvent(k, tail, true) {
+			return false
+		}
+		tail = k.FootComment
+		e.processHeadComment()
+		e.writeIndent()
+		if e.lineComment != "" {
+			e.keyLineComment = e.lineComment
+			e.lineComment = ""
+		}
+		if _, _, ok := e.emitNode(k, false, true, true); !ok {
+			return false
+		}
+
+		if !e.startEvent(v, "", false) {
+			return false
+		}
+		e.indicator(":", false, false, false)
+		if e.keyLineComment != "" {
+			switch {
+			case v.Kind == yaml.ScalarNode:
+				if e.lineComment == "" {
+					e.lineComment = e.keyLineComment
+					e.keyLineComment = ""
+				}
+			case (v.Kind == yaml.MappingNode || v.Kind == yaml.SequenceNode) && v.Style&yaml.FlowStyle == 0:
+				// An indented block follows: the key's line comment now.
+				e.lineComment, e.keyLineComment = e.keyLineComment, e.lineComment
+				e.processLineComment()
+				e.lineComment, e.keyLineComment = e.keyLineComment, e.lineComment
 			}
 		}
-		e.indent = saved
-		return true
+		coll, flow, ok := e.emitNode(v, false, true, false)
+		if !ok {
+			return false
+		}
+		e.processLineComment()
+		e.processFootComment()
+		if coll && !e.body(v, false, flow, true) {
+			return false
+		}
 	}
-	return false // documents inside nodes, aliases, zero nodes
+	e.endEvent(n, tail)
+	e.processHeadComment()
+	e.indent = saved
+	return true
 }
 
 // flowSequence is yaml_emitter_emit_flow_sequence_item (not canonical, no
-// comments, no folding).
+// folding).
 func (e *emitter) flowSequence(n *yaml.Node, inSeq bool) bool {
 	e.indicator("[", true, true, false)
 	saved := e.increaseIndent(true, inSeq, false)
 	e.flow++
+	trail := false
 	for i, item := range n.Content {
-		if i > 0 {
+		if !e.startEvent(item, "", false) {
+			return false
+		}
+		if i > 0 && !trail {
 			e.indicator(",", false, false, false)
 		}
+		e.processHeadComment()
 		if e.column == 0 {
 			e.writeIndent()
 		}
-		if !e.node(item, false, false, false, false) {
+		trail = e.pending()
+		coll, flow, ok := e.emitNode(item, false, false, false)
+		if !ok {
+			return false
+		}
+		if e.pending() {
+			e.indicator(",", false, false, false)
+		}
+		e.processLineComment()
+		e.processFootComment()
+		if coll && !e.body(item, false, flow, false) {
 			return false
 		}
 	}
+	e.endEvent(n, "")
 	e.flow--
 	e.indent = saved
 	if e.column == 0 {
 		e.writeIndent()
 	}
 	e.indicator("]", false, false, false)
+	e.processLineComment()
+	e.processFootComment()
 	return true
 }
 
 // flowMapping is yaml_emitter_emit_flow_mapping_key and _value for simple
-// keys (not canonical, no comments, no folding).
+// keys (not canonical, no folding).
 func (e *emitter) flowMapping(n *yaml.Node, inSeq bool) bool {
 	e.indicator("{", true, true, false)
 	saved := e.increaseIndent(true, inSeq, false)
 	e.flow++
+	trail := false
+	tail := ""
 	for i := 0; i < len(n.Content); i += 2 {
-		if i > 0 {
-			e.indicator(",", false, false, false)
-		}
-		if e.column == 0 {
-			e.writeIndent()
-		}
-		k := n.Content[i]
+		k, v := n.Content[i], n.Content[i+1]
 		if k.Kind != yaml.ScalarNode {
 			return false // complex key
 		}
-		if !e.node(k, false, false, true, true) {
+		if !e.startEvent(k, tail, true) {
+			return false
+		}
+		tail = k.FootComment
+		if i > 0 && !trail {
+			e.indicator(",", false, false, false)
+		}
+		e.processHeadComment()
+		if e.column == 0 {
+			e.writeIndent()
+		}
+		if _, _, ok := e.emitNode(k, false, true, true); !ok {
+			return false
+		}
+
+		if !e.startEvent(v, "", false) {
 			return false
 		}
 		e.indicator(":", false, false, false)
-		if !e.node(n.Content[i+1], false, false, true, false) {
+		trail = e.pending()
+		coll, flow, ok := e.emitNode(v, false, true, false)
+		if !ok {
+			return false
+		}
+		if e.pending() {
+			e.indicator(",", false, false, false)
+		}
+		e.processLineComment()
+		e.processFootComment()
+		if coll && !e.body(v, false, flow, true) {
 			return false
 		}
 	}
+	e.endEvent(n, tail)
+	if e.headComment != "" || e.footComment != "" || e.tailComment != "" {
+		if len(n.Content) > 0 && !trail {
+			e.indicator(",", false, false, false)
+		}
+	}
+	e.processHeadComment()
 	e.flow--
 	e.indent = saved
 	e.indicator("}", false, false, false)
+	e.processLineComment()
+	e.processFootComment()
 	return true
 }
 
@@ -847,7 +1159,7 @@ func (e *emitter) writeDoubleQuoted(value string) {
 func (e *emitter) writeLiteral(value string) {
 	e.indicator("|", true, false, false)
 	e.blockScalarHints(value)
-	e.putBreak()
+	e.lineCommentLinebreak()
 	e.whitespace = true
 	breaks := true
 	for i := 0; i < len(value); {
@@ -884,7 +1196,7 @@ func (e *emitter) writeLiteral(value string) {
 func (e *emitter) writeFolded(value string) {
 	e.indicator(">", true, false, false)
 	e.blockScalarHints(value)
-	e.putBreak()
+	e.lineCommentLinebreak()
 	e.whitespace = true
 	breaks := true
 	leadingSpaces := true
