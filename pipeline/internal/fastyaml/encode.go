@@ -1,21 +1,24 @@
 package fastyaml
 
-// The encoder below is a direct, event-free port of the parts of yaml.v3's
-// encoder (encode.go: (*encoder).node) and emitter (emitterc.go: block
-// sequence/mapping states, yaml_emitter_analyze_scalar,
-// yaml_emitter_select_scalar_style, the plain/single-quoted/double-quoted/
-// literal writers, yaml_emitter_write_indent and _write_indicator) that a
-// comment-free, anchor-free, block-style node tree exercises, from
-// go.yaml.in/yaml/v3 v3.0.5 (Apache-2.0 and MIT, Copyright (c) 2011-2019
-// Canonical Ltd, Copyright (c) 2006-2010 Kirill Simonov). The emitter state
-// (indent, column, whitespace, indention) is kept exactly as yaml.v3 keeps it,
-// so the bytes are the same; the event queue, the tag machinery, comments,
-// anchors and complex ("? ") keys are left out: a node that
-// needs them makes the encoder report "not handled". Flow collections (empty
-// ones, which the emitter always writes as {} and [], and nodes with
-// FlowStyle) go through the flow states. best_width is -1 in v3.0.5 (yaml_emitter_t is
-// initialised with it, and the encoder never sets it), so the emitter never
-// folds lines, and the writers below have no folding branches.
+// The encoder below is a direct port of the parts of yaml.v3's encoder
+// (encode.go: (*encoder).node) and emitter (emitterc.go: the document, block
+// and flow collection states, yaml_emitter_analyze_scalar,
+// yaml_emitter_select_scalar_style, the plain, single-quoted, double-quoted,
+// literal and folded writers, the comment processing, write_indent and
+// write_indicator) from go.yaml.in/yaml/v3 v3.0.5 (Apache-2.0 and MIT,
+// Copyright (c) 2011-2019 Canonical Ltd, Copyright (c) 2006-2010 Kirill
+// Simonov), walking the node tree instead of queueing events. The emitter
+// state (indent, column, whitespace, indention, foot_indent, flow level and
+// the pending comments) is kept exactly as yaml.v3 keeps it, so the bytes are
+// the same. Comments travel as the event stream carries them (head and tail
+// on start events, line and foot on end events, a key's foot comment as the
+// next key's tail) and come out where yaml.v3 puts them. Tags that would be
+// written, anchors, aliases and complex ("? ") keys are left out: a node that
+// needs them makes the encoder report "not handled". Empty collections go
+// through the flow states, as the emitter writes them as {} and []. best_width
+// is -1 in v3.0.5 (yaml_emitter_t is initialised with it and the encoder
+// never sets it), so the emitter never folds lines and the writers below
+// have no folding branches.
 
 import (
 	"sync"
