@@ -695,6 +695,41 @@ func BenchmarkEncode(b *testing.B) {
 			}
 		}
 	})
+	b.Run("stream/yaml.v3", func(b *testing.B) {
+		// One encoder for all documents, as kio.ByteWriter writes them.
+		b.SetBytes(size)
+		b.ReportAllocs()
+		var w bytes.Buffer
+		for i := 0; i < b.N; i++ {
+			w.Reset()
+			e := yaml.NewEncoder(&w)
+			e.SetIndent(2)
+			e.CompactSeqIndent()
+			for _, d := range docs {
+				if err := e.Encode(d); err != nil {
+					b.Fatal(err)
+				}
+			}
+			e.Close()
+		}
+	})
+	b.Run("stream/fastyaml", func(b *testing.B) {
+		b.SetBytes(size)
+		b.ReportAllocs()
+		var buf []byte
+		for i := 0; i < b.N; i++ {
+			buf = buf[:0]
+			for j, d := range docs {
+				if j > 0 {
+					buf = append(buf, "---\n"...)
+				}
+				var ok bool
+				if buf, ok = AppendDocument(buf, d, Compact); !ok {
+					b.Fatal("not handled")
+				}
+			}
+		}
+	})
 	items := seq()
 	for _, d := range docs {
 		items.Content = append(items.Content, d.Content[0])
