@@ -838,3 +838,44 @@ func TestAppendDocumentStream(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendSeqItemInResourceList: in Compact style, the items of a
+// sequence under a top-level key ("items:" of a ResourceList) are written
+// exactly like the items of a top-level sequence, so a ResourceList can be
+// assembled as header + "items:\n" + AppendSeqItem... + the remaining keys.
+func TestAppendSeqItemInResourceList(t *testing.T) {
+	var items []*yaml.Node
+	for _, d := range loadCorpus(t) {
+		if d.node.Kind == yaml.DocumentNode && d.node.Content[0].Kind == yaml.MappingNode {
+			items = append(items, d.node.Content[0])
+		}
+	}
+	var body []byte
+	var used []*yaml.Node
+	for _, it := range items {
+		if out, ok := AppendSeqItem(body, it, Compact); ok {
+			body = out
+			used = append(used, it)
+		}
+	}
+	if len(used) < len(items)*9/10 {
+		t.Fatalf("only %d of %d items handled", len(used), len(items))
+	}
+	fnConfig := mapping(str("apiVersion"), str("v1"), str("kind"), str("ConfigMap"), str("data"), mapping(str("a"), str("1")))
+	rl := mapping(str("apiVersion"), str("config.kubernetes.io/v1"), str("kind"), str("ResourceList"),
+		str("items"), seq(used...), str("functionConfig"), fnConfig)
+	want, err := refEncode(doc(rl), Compact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []byte("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n")
+	got = append(got, body...)
+	tailDoc, ok := AppendDocument(nil, doc(mapping(str("functionConfig"), fnConfig)), Compact)
+	if !ok {
+		t.Fatal("functionConfig not handled")
+	}
+	got = append(got, tailDoc...)
+	if !bytes.Equal(got, want) {
+		t.Fatalf("assembled ResourceList differs from yaml.v3's (%d vs %d bytes)", len(got), len(want))
+	}
+}
