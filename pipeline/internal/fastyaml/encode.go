@@ -13,8 +13,8 @@ package fastyaml
 // the same. Comments travel as the event stream carries them (head and tail
 // on start events, line and foot on end events, a key's foot comment as the
 // next key's tail) and come out where yaml.v3 puts them. Tags that would be
-// written, anchors, aliases and complex ("? ") keys are left out: a node that
-// needs them makes the encoder report "not handled". Empty collections go
+// written and complex ("? ") keys are left out: a node that needs them makes
+// the encoder report "not handled". Empty collections go
 // through the flow states, as the emitter writes them as {} and []. best_width
 // is -1 in v3.0.5 (yaml_emitter_t is initialised with it and the encoder
 // never sets it), so the emitter never folds lines and the writers below
@@ -226,6 +226,14 @@ func (e *emitter) startEvent(n *yaml.Node, tail string, stripFoot bool) bool {
 		if tail != "" {
 			e.tailComment = tail
 		}
+	case yaml.AliasNode:
+		// The encoder gives an alias event no tail comment.
+		if n.LineComment != "" {
+			e.lineComment = n.LineComment
+		}
+		if n.FootComment != "" && !stripFoot {
+			e.footComment = n.FootComment
+		}
 	}
 	return true
 }
@@ -402,12 +410,23 @@ func (e *emitter) increaseIndent(flow, inSeq, compactSeq bool) int {
 // finished with the start event. ok is false for anything outside the
 // handled subset.
 func (e *emitter) emitNode(n *yaml.Node, inSeq, mapping, simpleKey bool) (coll, flow, ok bool) {
-	if n.Anchor != "" || n.Style&yaml.TaggedStyle != 0 {
+	if n.Style&yaml.TaggedStyle != 0 {
 		return false, false, false
 	}
 	switch n.Kind {
 	case yaml.ScalarNode:
+		if n.Anchor != "" && !validAnchor(n.Anchor) {
+			return false, false, false
+		}
 		return false, false, e.scalar(n, inSeq, simpleKey)
+	case yaml.AliasNode:
+		// yaml_emitter_emit_alias; the encoder sends node.Value as the
+		// alias name and ignores everything else but the comments.
+		if !validAnchor(n.Value) || simpleKey && len(n.Value) > 128 {
+			return false, false, false
+		}
+		e.processAnchor("*", n.Value)
+		return false, false, true
 	case yaml.MappingNode:
 		if simpleKey || (n.Tag != "" && shortTag(n.Tag) != mapTag) || len(n.Content)%2 != 0 {
 			return false, false, false
@@ -417,11 +436,42 @@ func (e *emitter) emitNode(n *yaml.Node, inSeq, mapping, simpleKey bool) (coll, 
 			return false, false, false
 		}
 	default:
-		return false, false, false // documents inside nodes, aliases, zero nodes
+		return false, false, false // documents inside nodes, zero nodes
+	}
+	if n.Anchor != "" {
+		if !validAnchor(n.Anchor) {
+			return false, false, false
+		}
+		e.processAnchor("&", n.Anchor)
 	}
 	// check_empty_mapping / check_empty_sequence: an empty collection is
 	// written in flow style.
 	return true, e.flow > 0 || n.Style&yaml.FlowStyle != 0 || len(n.Content) == 0, true
+}
+
+// validAnchor is yaml_emitter_analyze_anchor's check: a non-empty name of
+// ASCII letters, digits, '_' and '-' (yaml.v3 fails on anything else).
+func validAnchor(a string) bool {
+	if a == "" {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		c := a[i]
+		if !(c >= '0' && c <= '9' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// processAnchor is yaml_emitter_process_anchor with
+// yaml_emitter_write_anchor: "&name" or "*name".
+func (e *emitter) processAnchor(indicator, name string) {
+	e.indicator(indicator, true, false, false)
+	e.buf = append(e.buf, name...)
+	e.column += len(name)
+	e.whitespace = false
+	e.indention = false
 }
 
 // body emits the children and the end event of collection n, which
@@ -472,7 +522,7 @@ func (e *emitter) blockMapping(n *yaml.Node, inSeq bool) bool {
 	tail := ""
 	for i := 0; i < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		if k.Kind != yaml.ScalarNode {
+		if k.Kind != yaml.ScalarNode && k.Kind != yaml.AliasNode {
 			return false // complex key
 		}
 		if !e.startEvent(k, tail, true) {
@@ -577,7 +627,7 @@ func (e *emitter) flowMapping(n *yaml.Node, inSeq bool) bool {
 	tail := ""
 	for i := 0; i < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		if k.Kind != yaml.ScalarNode {
+		if k.Kind != yaml.ScalarNode && k.Kind != yaml.AliasNode {
 			return false // complex key
 		}
 		if !e.startEvent(k, tail, true) {
@@ -668,7 +718,7 @@ func (e *emitter) scalar(n *yaml.Node, inSeq, simpleKey bool) bool {
 	if !ok {
 		return false // invalid UTF-8: yaml.v3 writes !!binary
 	}
-	if simpleKey && (a.multiline || len(value) > 128) {
+	if simpleKey && (a.multiline || len(n.Anchor)+len(value) > 128) {
 		return false // yaml_emitter_check_simple_key fails: "? " key
 	}
 
@@ -689,6 +739,9 @@ func (e *emitter) scalar(n *yaml.Node, inSeq, simpleKey bool) bool {
 		style = styleDouble
 	}
 
+	if n.Anchor != "" {
+		e.processAnchor("&", n.Anchor)
+	}
 	saved := e.increaseIndent(true, inSeq, false)
 	switch style {
 	case stylePlain:

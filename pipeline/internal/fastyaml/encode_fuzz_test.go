@@ -95,7 +95,7 @@ func randomYAML(r *rand.Rand) []byte {
 			b.WriteString("\n# after blank\n\n")
 		}
 	}
-	scalars := []string{"v", "'q'", "\"d\\t\"", "8080", "\"8080\"", "true", "~", "", "a b", "[x, y]", "{k: v}", "[]", "{}", "|\n%s  line1\n%s  line2\n", ">-\n%s  folded\n%s  text\n"}
+	scalars := []string{"v", "'q'", "\"d\\t\"", "8080", "\"8080\"", "true", "~", "", "a b", "[x, y]", "{k: v}", "[]", "{}", "&a anchored", "*a", "&b [1, *a]", "|\n%s  line1\n%s  line2\n", ">-\n%s  folded\n%s  text\n"}
 	var node func(indent, depth int)
 	node = func(indent, depth int) {
 		pad := strings.Repeat(" ", indent)

@@ -234,16 +234,18 @@ func TestEncodeHandlesCommonCases(t *testing.T) {
 }
 
 func TestEncodeFallsBack(t *testing.T) {
-	anchored := doc(mapping(str("a"), str("b")))
-	anchored.Content[0].Content[1].Anchor = "x"
-	alias := doc(mapping(str("a"), &yaml.Node{Kind: yaml.AliasNode, Value: "x", Alias: anchored.Content[0].Content[1]}))
+	badAnchor := doc(mapping(str("a"), str("b")))
+	badAnchor.Content[0].Content[1].Anchor = "x y"
+	badAlias := doc(mapping(str("a"), &yaml.Node{Kind: yaml.AliasNode, Value: "é"}))
+	emptyAlias := doc(mapping(str("a"), &yaml.Node{Kind: yaml.AliasNode}))
 	flow := doc(mapping(str("a"), flowStyle(mapping(seq(str("b")), str("c")))))
 	cases := map[string]*yaml.Node{
+		"bad anchor":       badAnchor,
+		"bad alias":        badAlias,
+		"empty alias":      emptyAlias,
 		"comment bad utf8": doc(mapping(str("a"), &yaml.Node{Kind: yaml.ScalarNode, Value: "b", LineComment: "# \xff"})),
 		"pending line": {Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.MappingNode, LineComment: "# l",
 			Content: []*yaml.Node{str("a"), str("b")}}}},
-		"anchor":         anchored,
-		"alias":          alias,
 		"flow":           flow,
 		"custom tag":     doc(mapping(str("a"), scalar("b", "!foo", 0))),
 		"binary":         doc(mapping(str("a"), scalar("aGk=", "!!binary", 0))),
@@ -480,6 +482,11 @@ func (tb *treeBuilder) node(depth int) *yaml.Node {
 	if c&0xE0 == 0xE0 {
 		n.Style |= yaml.FlowStyle
 	}
+	if d := tb.next(); d&0xF == 0xF {
+		n.Anchor = treeAnchors[tb.next()%len(treeAnchors)]
+	} else if d&0xF == 0xE {
+		n = &yaml.Node{Kind: yaml.AliasNode, Value: treeAnchors[tb.next()%len(treeAnchors)]}
+	}
 	if tb.comments {
 		if d := tb.next(); d&0x7 == 0x7 {
 			n.HeadComment = treeComments[tb.next()%len(treeComments)]
@@ -491,6 +498,8 @@ func (tb *treeBuilder) node(depth int) *yaml.Node {
 	}
 	return n
 }
+
+var treeAnchors = []string{"a", "x-1", "_", "A9", "a b", "é", "a:", "", strings.Repeat("k", 127)}
 
 var treeComments = []string{"# c", "#", "c", "# a\n# b", "# a\n\n# b", "#x\n", "\n# y", "# é", "# \u2028 z", "# a\r\nb"}
 
@@ -878,4 +887,39 @@ func TestAppendSeqItemInResourceList(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Fatalf("assembled ResourceList differs from yaml.v3's (%d vs %d bytes)", len(got), len(want))
 	}
+}
+
+// TestEncodeAnchorsAliases: anchors on scalars and collections, aliases as
+// values, items and keys, in every context, with comments.
+func TestEncodeAnchorsAliases(t *testing.T) {
+	anchored := func(n *yaml.Node, a string) *yaml.Node { n.Anchor = a; return n }
+	alias := func(a string) *yaml.Node { return &yaml.Node{Kind: yaml.AliasNode, Value: a} }
+	nodes := []*yaml.Node{
+		anchored(str("v"), "a"),
+		anchored(str(""), "a"),
+		anchored(scalar("x\ny\n", "!!str", 0), "lit"),
+		anchored(scalar("q", "!!str", yaml.DoubleQuotedStyle), "a-1"),
+		anchored(mapping(str("k"), str("v")), "m"),
+		anchored(seq(str("i")), "s"),
+		anchored(mapping(), "e"),
+		anchored(flowStyle(seq(str("i"))), "f"),
+		alias("a"),
+		alias(strings.Repeat("k", 128)),
+		{Kind: yaml.AliasNode, Value: "c", HeadComment: "# h", LineComment: "# l", FootComment: "# f"},
+	}
+	total, handled := 0, 0
+	for _, n := range nodes {
+		for name, c := range contexts(n) {
+			total++
+			if check(t, c) {
+				handled++
+			} else if name != "key" && name != "map in seq" && name != "flow key" {
+				t.Errorf("context %s not handled:\n%s", name, dump(c))
+			}
+		}
+		// As an item of a sequence, and as a key.
+		checkSeqItem(t, n)
+		check(t, doc(mapping(alias("k"), n)))
+	}
+	t.Logf("%d of %d handled", handled, total)
 }
