@@ -59,7 +59,8 @@ func runFilter(run func(io.Reader, io.Writer) error, fnConfig *yaml.RNode, input
 		if id == "" || !ok {
 			continue
 		}
-		if !(noDocComments(from) && noComments(from.YNode()) && noComments(n.YNode()) && noFolded(n.YNode()) && inOrder(from.YNode(), n.YNode())) {
+		if !(noDocComments(from) && noComments(from.YNode()) && noComments(n.YNode()) && noFolded(n.YNode()) && inOrder(from.YNode(), n.YNode())) &&
+			!copyBackFast(from, n) {
 			if err := comments.CopyComments(from, n); err != nil {
 				return nil, nil, err
 			}

@@ -1,0 +1,143 @@
+package pipeline
+
+import (
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// copyBackFast does what kyaml's comments.CopyComments(from, to) followed
+// by order.SyncOrder(from, to) do (what kpt runs on every resource a
+// function returns), for the shapes where that is plain, and reports
+// false, having changed nothing, for any other, which kyaml then handles.
+// kyaml walks both trees with its schema-aware walker, reflects over
+// every field's metadata and looks up OpenAPI schemas; a render of a
+// package whose resources carry comments spent most of its time there.
+//
+// What kyaml does, and so this: at the root, the comments of from's
+// document fill the empty comments of to; then, pairing mapping fields by
+// key, each key's and each value's empty comments are filled from from's
+// counterpart, recursively. Folded scalars of to would become
+// double-quoted, and lists are paired by schema-defined merge keys, so:
+// plain only when to has no folded scalar, to's fields already follow
+// from's order (SyncOrder has nothing to do), paired values have the same
+// kind (kyaml errors otherwise), no mapping repeats a key, and every list
+// present in both is free of comments in from and equal in both, apart
+// from comments (then pairing cannot matter). copyback_test.go compares it
+// with kyaml over the corpora.
+func copyBackFast(from, to *yaml.RNode) bool {
+	f, t := from.YNode(), to.YNode()
+	if f == nil || t == nil || !noFolded(t) || !inOrder(f, t) || !plainPair(f, t) {
+		return false
+	}
+	fillComments(from.Document(), to.Document())
+	fillPair(f, t)
+	return true
+}
+
+// plainPair checks the conditions of copyBackFast for a pair of nodes.
+func plainPair(f, t *yaml.Node) bool {
+	if f.Kind != t.Kind || isNullNode(f) != isNullNode(t) {
+		return false
+	}
+	switch f.Kind {
+	case yaml.MappingNode:
+		if len(f.Content)%2 != 0 || len(t.Content)%2 != 0 || hasDupKeys(f) || hasDupKeys(t) {
+			return false
+		}
+		for i := 0; i+1 < len(f.Content); i += 2 {
+			if f.Content[i].Kind != yaml.ScalarNode {
+				return false
+			}
+		}
+		for i := 0; i+1 < len(t.Content); i += 2 {
+			if t.Content[i].Kind != yaml.ScalarNode {
+				return false
+			}
+			if j := fieldIndex(f, t.Content[i].Value); j >= 0 && !plainPair(f.Content[j+1], t.Content[i+1]) {
+				return false
+			}
+		}
+		return true
+	case yaml.SequenceNode:
+		return noComments(f) && equalIgnoringComments(f, t)
+	case yaml.ScalarNode:
+		return true
+	}
+	return false // documents inside, aliases
+}
+
+// fillPair copies comments along paired mapping fields (keys and values).
+func fillPair(f, t *yaml.Node) {
+	if f.Kind != yaml.MappingNode {
+		return // scalars were filled by the caller; lists have nothing to give
+	}
+	for i := 0; i+1 < len(t.Content); i += 2 {
+		j := fieldIndex(f, t.Content[i].Value)
+		if j < 0 {
+			continue
+		}
+		if !isNullNode(f.Content[j]) && !isNullNode(t.Content[i]) {
+			fillComments(f.Content[j], t.Content[i])
+		}
+		fillComments(f.Content[j+1], t.Content[i+1])
+		fillPair(f.Content[j+1], t.Content[i+1])
+	}
+}
+
+// fillComments is kyaml's copyFieldComments: to's empty comments from from.
+func fillComments(from, to *yaml.Node) {
+	if to.LineComment == "" {
+		to.LineComment = from.LineComment
+	}
+	if to.HeadComment == "" {
+		to.HeadComment = from.HeadComment
+	}
+	if to.FootComment == "" {
+		to.FootComment = from.FootComment
+	}
+}
+
+func isNullNode(n *yaml.Node) bool { return n.Tag == "!!null" }
+
+func fieldIndex(m *yaml.Node, key string) int {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return i
+		}
+	}
+	return -1
+}
+
+func hasDupKeys(m *yaml.Node) bool {
+	if len(m.Content) <= 16 {
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			for j := i + 2; j+1 < len(m.Content); j += 2 {
+				if m.Content[i].Value == m.Content[j].Value {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	seen := make(map[string]bool, len(m.Content)/2)
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if seen[m.Content[i].Value] {
+			return true
+		}
+		seen[m.Content[i].Value] = true
+	}
+	return false
+}
+
+// equalIgnoringComments compares kinds, tags, values, styles and content.
+func equalIgnoringComments(a, b *yaml.Node) bool {
+	if a.Kind != b.Kind || a.Tag != b.Tag || a.Value != b.Value || a.Style != b.Style ||
+		a.Anchor != b.Anchor || len(a.Content) != len(b.Content) {
+		return false
+	}
+	for i := range a.Content {
+		if !equalIgnoringComments(a.Content[i], b.Content[i]) {
+			return false
+		}
+	}
+	return true
+}
