@@ -32,7 +32,7 @@ func (r *timedRunner) Run(ctx context.Context, b cache.Bundle, inv runtime.Invoc
 
 // genPackage writes a package of n ConfigMaps, 100 per file, plus a Kptfile
 // naming three functions (images resolved to host fixture binaries).
-func genPackage(b *testing.B, dir string, n int) {
+func genPackage(b *testing.B, dir string, n int, commented bool) {
 	kf := kptfile("bench", `pipeline:
   mutators:
     - image: cat
@@ -45,7 +45,11 @@ func genPackage(b *testing.B, dir string, n int) {
 	}
 	var sb strings.Builder
 	for i := 0; i < n; i++ {
-		fmt.Fprintf(&sb, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-%d\n  namespace: ns-%d\n  labels:\n    app: bench\ndata:\n  key: value-%d\n  other: |\n    multi\n    line\n", i, i%10, i)
+		comment := ""
+		if commented {
+			comment = "  # the value\n"
+		}
+		fmt.Fprintf(&sb, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-%d\n  namespace: ns-%d\n  labels:\n    app: bench\ndata:\n%s  key: value-%d\n  other: |\n    multi\n    line\n", i, i%10, comment, i)
 		if i%100 == 99 || i == n-1 {
 			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("file-%04d.yaml", i/100)), []byte(sb.String()), 0o644); err != nil {
 				b.Fatal(err)
@@ -101,10 +105,21 @@ func peakRSS() int64 {
 func BenchmarkRender(b *testing.B) {
 	cat := fnimage.Binary(b, "cat")
 	fx := fnimage.Binary(b, "kptr-fx")
-	for _, n := range []int{1000, 10000} {
-		b.Run(fmt.Sprintf("resources=%d", n), func(b *testing.B) {
+	cases := []struct {
+		n         int
+		commented bool
+	}{{1000, false}, {10000, false}, {1000, true}}
+	for _, c := range cases {
+		n := c.n
+		name := fmt.Sprintf("resources=%d", n)
+		if c.commented {
+			// a comment in every resource: those go through yaml.v3 and
+			// kpt's comment copy-back, not the fast paths
+			name += "/commented"
+		}
+		b.Run(name, func(b *testing.B) {
 			src := b.TempDir()
-			genPackage(b, src, n)
+			genPackage(b, src, n, c.commented)
 			fake := &fakeResolver{fx: fx, images: map[string][]string{}, fail: map[string]error{}}
 			res := func(ref string, argv ...string) { fake.images[ref] = argv }
 			res("ghcr.io/kptdev/krm-functions-catalog/label:latest", "op=label", "key=rendered", "value=yes")
