@@ -36,6 +36,7 @@ func FuzzEncode(f *testing.F) {
 		f.Add(d.raw)
 	}
 	f.Add([]byte("a: |\n  x\n\n  y\n\n\nb: '  '\nc: \"\\t\"\n"))
+	f.Add([]byte("# head\n\nbase: &b # line\n  k: v # kl\n  # foot\nuse: *b\nlist: &l [1, *b]\n*b : x\nseq:\n- &s one\n- *s\n# end\n"))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		if len(in) > 1<<16 {
 			return
