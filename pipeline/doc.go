@@ -24,6 +24,12 @@
 //     image is resolved only when its function's turn comes.
 //   - Function output is never trusted: paths outside the package, duplicate
 //     (path, index) pairs and non-KRM output fail the render.
+//   - The bytes written and the trees kept are kyaml's (what kpt uses):
+//     reading files, encoding and parsing ResourceLists, copying comments
+//     back and writing files take faster paths (internal/fastyaml, reuse of
+//     unchanged items, direct annotation edits) only where they provably
+//     give kyaml's result, and kyaml's own code everywhere else; the
+//     differential tests beside them hold them to it.
 //
 // Render and Eval are safe to call concurrently on different packages.
 package pipeline
