@@ -16,11 +16,26 @@ import (
 // empty flow collections `{}` and `[]`, single-line flow sequences of plain
 // and quoted scalars, single-line plain, single-quoted and double-quoted
 // scalars, literal block scalars (`|` with any chomping and indentation
-// indicator), an optional leading `---` line. Everything else (comments,
-// anchors, aliases, tags, folded or multi-line scalars, other flow
-// collections, complex keys, merge keys, directives, tabs outside quoted or
-// literal text, CR, BOM, control characters, nesting deeper than 1000,
-// several documents) is not handled.
+// indicator), an optional leading `---` line, and these comments, placed
+// as yaml.v3 places them:
+//   - "key: value # c", "- value # c" (value: a single-line scalar or flow
+//     sequence, `{}`, `[]`; at least one space before '#'): the value's
+//     LineComment, "# c" from the '#' to the line end;
+//   - "key: # c" with the value on the next lines (or null): the key's
+//     LineComment;
+//   - comment lines at a key's exact indentation, right below the previous
+//     entry of its mapping when that entry's value ended on its key's line,
+//     or right below the parent "key:" line, with no blank line before or
+//     after them: the key's HeadComment, the lines joined by "\n";
+//   - "- # c", optional comment lines below at the column of that '#', then
+//     a block mapping at that column: the HeadComment of its first key.
+//
+// Everything else (other comments: at the start or end of the document,
+// after or before blank lines, foot comments, on block scalar headers or
+// in flow collections; anchors, aliases, tags, folded or multi-line
+// scalars, other flow collections, complex keys, merge keys, directives,
+// tabs outside quoted or literal text, CR, BOM, control characters,
+// nesting deeper than 1000, several documents) is not handled.
 func Decode(data []byte) (doc *yaml.Node, ok bool) {
 	d := decoder{}
 	if !d.init(data) {
@@ -296,7 +311,7 @@ func (d *decoder) document() (doc *yaml.Node, ok bool) {
 	} else {
 		dn = d.newNode(yaml.DocumentNode, "", "", d.line, ind+1)
 	}
-	root := d.inline(p, -1, true)
+	root := d.inline(p, -1, true, false)
 	if d.peek() >= 0 {
 		reject()
 	}
@@ -308,8 +323,11 @@ func (d *decoder) document() (doc *yaml.Node, ok bool) {
 // indentation of the innermost enclosing block collection (-1 at the top).
 // collections: whether a block sequence or mapping may start here (at the
 // start of a line or after "- "), not after "key: ".
+// lc: whether a line comment may follow a scalar or flow collection node
+// on its line (a mapping value or a sequence item; yaml.v3 gives the node
+// that comment as LineComment).
 // It returns with pos at the start of the line following the node.
-func (d *decoder) inline(p, ind int, collections bool) *yaml.Node {
+func (d *decoder) inline(p, ind int, collections, lc bool) *yaml.Node {
 	c := d.src[p]
 	if c == '-' && d.blankz(p+1) {
 		if !collections {
@@ -322,7 +340,9 @@ func (d *decoder) inline(p, ind int, collections bool) *yaml.Node {
 		return d.literal(p, ind)
 	case '[':
 		if p+1 >= d.n || d.src[p+1] != ']' {
-			return d.flowSeq(p)
+			nd := d.flowSeq(p)
+			nd.LineComment = d.restComment(d.pos, lc)
+			return nd
 		}
 		fallthrough
 	case '{':
@@ -335,7 +355,7 @@ func (d *decoder) inline(p, ind int, collections bool) *yaml.Node {
 		}
 		nd := d.newNode(kind, tag, "", d.line, d.col(p))
 		nd.Style = yaml.FlowStyle
-		d.restBlank(p + 2)
+		nd.LineComment = d.restComment(p+2, lc)
 		return nd
 	}
 	sc, end := d.scalar(p)
@@ -352,8 +372,29 @@ func (d *decoder) inline(p, ind int, collections bool) *yaml.Node {
 	if sc.Style == 0 && sc.Value == "<<" {
 		reject()
 	}
-	d.restBlank(q)
+	sc.LineComment = d.restComment(end, lc)
 	return sc
+}
+
+// restComment is restBlank that also takes a line comment (" # text": at
+// least one space before the '#') when lc is set, and returns its text
+// from the '#' to the end of the line, as yaml.v3's
+// yaml_parser_scan_line_comment reads it.
+func (d *decoder) restComment(p int, lc bool) string {
+	q := p
+	for q < d.n && d.src[q] == ' ' {
+		q++
+	}
+	if !lc || q == p || q >= d.n || d.src[q] != '#' {
+		d.restBlank(q)
+		return ""
+	}
+	e := q
+	for e < d.n && d.src[e] != '\n' {
+		e++
+	}
+	d.nextLine(e)
+	return d.src[q:e]
 }
 
 // scalar scans a single-line plain or quoted scalar at p and returns it
@@ -380,7 +421,7 @@ func (d *decoder) scalar(p int) (*yaml.Node, int) {
 		reject()
 	}
 	// A single-line plain scalar: ends at ": ", ":" at the end of the line,
-	// " #" (a comment: rejected) or the end of the line.
+	// " #" (a comment, left to the caller) or the end of the line.
 	i, end := p, p
 	for {
 		s := i
@@ -410,7 +451,10 @@ func (d *decoder) scalar(p int) (*yaml.Node, int) {
 			break
 		}
 		switch d.src[i] {
-		case '#', '\t':
+		case '#':
+			v := d.src[p:end]
+			return d.newNode(yaml.ScalarNode, plainTag(v), v, line, col), end
+		case '\t':
 			reject()
 		}
 	}
@@ -624,8 +668,10 @@ func (d *decoder) mapping(p int, key *yaml.Node, colon int) *yaml.Node {
 		if key.Style == 0 && key.Value == "<<" {
 			reject()
 		}
+		keyLine := key.Line
 		d.stack = append(d.stack, key)
-		d.stack = append(d.stack, d.value(colon, c))
+		v := d.value(key, colon, c)
+		d.stack = append(d.stack, v)
 		ind := d.peek()
 		if ind < c {
 			break
@@ -634,6 +680,17 @@ func (d *decoder) mapping(p int, key *yaml.Node, colon int) *yaml.Node {
 			reject()
 		}
 		p = d.pos + ind
+		head := ""
+		if d.src[p] == '#' {
+			// Comment lines at the key's indentation right below an entry
+			// whose value ended on its key's line (no blank line): yaml.v3
+			// makes them the next key's HeadComment.
+			if d.line != keyLine+1 || v.Line != keyLine || v.Style == yaml.LiteralStyle {
+				reject()
+			}
+			head = d.comments(p, c)
+			p = d.pos + c
+		}
 		if d.src[p] == '-' && d.blankz(p+1) {
 			reject()
 		}
@@ -642,6 +699,7 @@ func (d *decoder) mapping(p int, key *yaml.Node, colon int) *yaml.Node {
 		if key.Kind != yaml.ScalarNode {
 			reject()
 		}
+		key.HeadComment = head
 		colon = end
 		for colon < d.n && d.src[colon] == ' ' {
 			colon++
@@ -654,21 +712,26 @@ func (d *decoder) mapping(p int, key *yaml.Node, colon int) *yaml.Node {
 	return nd
 }
 
-// value parses a mapping value following the ':' at colon, in a mapping at
-// indentation c.
-func (d *decoder) value(colon, c int) *yaml.Node {
+// value parses the value of key following the ':' at colon, in a mapping
+// at indentation c. A comment after "key:" alone on its line is the key's
+// LineComment in yaml.v3.
+func (d *decoder) value(key *yaml.Node, colon, c int) *yaml.Node {
 	q := colon + 1
 	for q < d.n && d.src[q] == ' ' {
 		q++
 	}
-	if q < d.n && d.src[q] != '\n' {
-		return d.inline(q, c, false)
+	if q < d.n && d.src[q] != '\n' && d.src[q] != '#' {
+		return d.inline(q, c, false, true)
 	}
 	line, col := d.line, d.col(colon)+1
-	d.nextLine(q)
+	if q < d.n && d.src[q] == '#' {
+		key.LineComment = d.restComment(colon+1, true)
+	} else {
+		d.nextLine(q)
+	}
 	ind := d.peek()
 	if ind > c {
-		return d.block(ind, c)
+		return d.block(ind, c, line)
 	}
 	if ind == c {
 		p := d.pos + ind
@@ -680,20 +743,74 @@ func (d *decoder) value(colon, c int) *yaml.Node {
 }
 
 // block parses a block collection starting a line indented by ind.
-func (d *decoder) block(ind, parent int) *yaml.Node {
+// keyLine: the line of the key whose value this is (0 for a sequence
+// item): comment lines at ind right below it, then a mapping key at ind,
+// are that key's HeadComment in yaml.v3.
+func (d *decoder) block(ind, parent, keyLine int) *yaml.Node {
 	p := d.pos + ind
 	c := d.src[p]
+	head := ""
+	if c == '#' {
+		if keyLine == 0 || d.line != keyLine+1 {
+			reject()
+		}
+		head = d.comments(p, ind)
+		p = d.pos + ind
+		c = d.src[p]
+		if c == '-' && d.blankz(p+1) {
+			reject() // a head comment of a sequence item: not handled
+		}
+	}
 	if c == '-' && d.blankz(p+1) {
 		return d.sequence(p, ind, false)
 	}
 	if c == '|' || c == '{' || c == '[' {
 		reject() // scalars on the line after their key: not handled
 	}
-	nd := d.inline(p, parent, true)
+	nd := d.inline(p, parent, true, false)
 	if nd.Kind != yaml.MappingNode {
 		reject()
 	}
+	nd.Content[0].HeadComment = head
 	return nd
+}
+
+// comments reads the comment starting at first (on the current line) and
+// the comment lines after it, each indented by exactly ind spaces, and
+// checks that the next line holds content at the same indentation (no
+// blank line, no end of input). It returns the comments from their '#' to
+// their line end (trailing spaces and tabs kept) joined by "\n", as
+// yaml_parser_scan_comments collects a head comment; pos is then the start
+// of the content line.
+func (d *decoder) comments(first, ind int) string {
+	firstEnd := 0
+	var b []byte
+	for q := first; ; q = d.pos + ind {
+		e := q
+		for e < d.n && d.src[e] != '\n' {
+			e++
+		}
+		if firstEnd == 0 {
+			firstEnd = e
+		} else {
+			if b == nil {
+				b = append(b, d.src[first:firstEnd]...)
+			}
+			b = append(b, '\n')
+			b = append(b, d.src[q:e]...)
+		}
+		d.nextLine(e)
+		line := d.line
+		if i := d.peek(); d.line != line || i != ind {
+			reject()
+		}
+		if d.src[d.pos+ind] != '#' {
+			if b == nil {
+				return d.src[first:firstEnd]
+			}
+			return string(b)
+		}
+	}
 }
 
 // sequence parses a block sequence whose first "-" is at p, column c
@@ -709,14 +826,28 @@ func (d *decoder) sequence(p, c int, indentless bool) *yaml.Node {
 			q++
 		}
 		var item *yaml.Node
-		if q < d.n && d.src[q] != '\n' {
-			item = d.inline(q, c, true)
+		if q == p+2 && q < d.n && d.src[q] == '#' {
+			// "- # comment", comment lines below at the same column, then
+			// a mapping there: yaml.v3 makes the comments the HeadComment
+			// of the mapping's first key (a lone "- " has no line comment).
+			head := d.comments(q, c+2)
+			r := d.pos + c + 2
+			if k := d.src[r]; k == '|' || k == '{' || k == '[' || k == '-' && d.blankz(r+1) {
+				reject()
+			}
+			item = d.inline(r, c, true, false)
+			if item.Kind != yaml.MappingNode {
+				reject()
+			}
+			item.Content[0].HeadComment = head
+		} else if q < d.n && d.src[q] != '\n' {
+			item = d.inline(q, c, true, true)
 		} else {
 			line, col := d.line, d.col(p)+1
 			d.nextLine(q)
 			ind := d.peek()
 			if ind > c {
-				item = d.block(ind, c)
+				item = d.block(ind, c, 0)
 			} else {
 				item = d.newNode(yaml.ScalarNode, nullTagS, "", line, col)
 			}
@@ -886,7 +1017,7 @@ func (d *decoder) flowSeq(p int) *yaml.Node {
 		i++
 	}
 	if i < d.n && d.src[i] == ']' {
-		d.restBlank(i + 1)
+		d.pos = i + 1
 		return nd
 	}
 	mark := len(d.stack)
@@ -931,7 +1062,7 @@ func (d *decoder) flowSeq(p int) *yaml.Node {
 		}
 	}
 	d.finish(nd, mark)
-	d.restBlank(i + 1)
+	d.pos = i + 1
 	return nd
 }
 

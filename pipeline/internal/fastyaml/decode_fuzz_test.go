@@ -9,6 +9,8 @@ func decFuzzSeeds(f *testing.F, items bool) {
 	for _, s := range []string{
 		"a: b\n", "- a\n- b: c\n  d: |\n    x\n", "k:\n- 'a''b'\n- \"\\u00e9\\t\"\n", "a: {}\nb: []\n",
 		"a: |+2\n   x\n\n", "---\na:\n  b: ~\n", "é: ü\n", "- - a\n  -\n", "a: b c:d #e\n",
+		"a: b # c\n# h\nd: e # kpt-set: ${x}\n", "- v # c\n- w\n", "k: # c\n  # h1\n  #h2\n  a: [b] # x\n",
+		"- a: b\n  # h\n  c: 'd' #e\n", "a: b\n\n# h\nc: d\n", "k:\n  # h\n  - a\n", "a: | # c\n  x\n",
 	} {
 		f.Add([]byte(s))
 	}
