@@ -1,6 +1,7 @@
 package fastyaml
 
 import (
+	"strings"
 	"unicode/utf8"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -28,10 +29,15 @@ import (
 //     or right below the parent "key:" line, with no blank line before or
 //     after them: the key's HeadComment, the lines joined by "\n";
 //   - "- # c", optional comment lines below at the column of that '#', then
-//     a block mapping at that column: the HeadComment of its first key.
+//     a block mapping at that column: the HeadComment of its first key;
+//   - comment lines at column 0 starting an implicit document whose root is
+//     a block mapping at column 0, in groups separated by blank lines: the
+//     groups before the last blank line, joined by "\n\n", are the
+//     document's HeadComment, a group right above the first key is that
+//     key's HeadComment.
 //
-// Everything else (other comments: at the start or end of the document,
-// after or before blank lines, foot comments, on block scalar headers or
+// Everything else (other comments: after "---", at the end of the
+// document, after or before blank lines elsewhere, foot comments, on block scalar headers or
 // in flow collections; anchors, aliases, tags, folded or multi-line
 // scalars, other flow collections, complex keys, merge keys, directives,
 // tabs outside quoted or literal text, CR, BOM, control characters,
@@ -300,6 +306,10 @@ func (d *decoder) document() (doc *yaml.Node, ok bool) {
 		explicit = true
 		d.nextLine(0)
 	}
+	docHead, keyHead := "", ""
+	if !explicit && d.n > 0 && d.src[0] == '#' {
+		docHead, keyHead = d.docComments()
+	}
 	ind := d.peek()
 	if ind < 0 {
 		return nil, false
@@ -315,8 +325,51 @@ func (d *decoder) document() (doc *yaml.Node, ok bool) {
 	if d.peek() >= 0 {
 		reject()
 	}
+	if d.src[0] == '#' {
+		if root.Kind != yaml.MappingNode || root.Style != 0 {
+			reject()
+		}
+		dn.HeadComment = docHead
+		root.Content[0].HeadComment = keyHead
+	}
 	dn.Content = []*yaml.Node{root}
 	return dn, true
+}
+
+// docComments reads the comment lines at the start of an implicit
+// document, all at column 0, in groups separated by blank lines, up to the
+// root block mapping's first key at column 0 (pos is then that line's
+// start). yaml.v3 (yaml_parser_parse_document_start) splits them at the
+// last blank line: the groups before it, joined by "\n\n" (however many
+// blank lines), are the document's HeadComment; the group right above the
+// key (no blank line between) is the key's HeadComment.
+func (d *decoder) docComments() (docHead, keyHead string) {
+	var groups []string
+	for {
+		gs, ge := d.pos, d.pos
+		for d.pos < d.n && d.src[d.pos] == '#' {
+			e := d.pos
+			for e < d.n && d.src[e] != '\n' {
+				e++
+			}
+			ge = e
+			d.nextLine(e)
+		}
+		groups = append(groups, d.src[gs:ge])
+		line := d.line
+		ind := d.peek()
+		if ind != 0 {
+			reject() // an indented comment or root, or the end
+		}
+		if d.src[d.pos] == '#' {
+			continue // after blank lines
+		}
+		if d.line == line { // no blank line before the key
+			keyHead = groups[len(groups)-1]
+			groups = groups[:len(groups)-1]
+		}
+		return strings.Join(groups, "\n\n"), keyHead
+	}
 }
 
 // inline parses the node starting at p on the current line. ind is the

@@ -74,6 +74,25 @@ func TestDecodeCommentsTable(t *testing.T) {
 		{"k:   #c  \n  a: b\n", "0/0", "line", "#c  "},
 		{"k: # c\n  # h\n  a: b\n", "0/1/0", "head", "# h"},
 		{"k: # c\n# h\nz: 1\n", "0/2", "head", "# h"},
+		// 6. comment lines at the start of an implicit document, at
+		// column 0, before a root block mapping at column 0: split at the
+		// last blank line; before it the document's HeadComment (groups
+		// joined by "\n\n"), after it (right above the key) the first
+		// key's HeadComment.
+		{"# h\na: b\n", "0/0", "head", "# h"},
+		{"# h\na: b\n", "", "head", ""},
+		{"# a\n\n# b\n\n# c\na: b\n", "", "head", "# a\n\n# b"},
+		{"# a\n\n# b\n\n# c\na: b\n", "0/0", "head", "# c"},
+		{"# a\n\n\n# b\na: b\n", "", "head", "# a"},
+		{"# a\n\n\n# b\na: b\n", "0/0", "head", "# b"},
+		{"# a\n\n\na: b\n", "", "head", "# a"},
+		{"# a\n\n\na: b\n", "0/0", "head", ""},
+		{"# a\n#\n# b\na: b\nc: d\n", "0/0", "head", "# a\n#\n# b"},
+		{"# a\n \na: b\n", "", "head", "# a"},
+		{"# a\n\n  \n# b\n\n# c\n\na: b\n", "", "head", "# a\n\n# b\n\n# c"},
+		{"# a\na: b # c\n# d\ne: f\n", "0/2", "head", "# d"},
+		{"# a\n\na:\n  b: c\n", "", "head", "# a"},
+		{"# Copyright 2021 The kpt Authors\n#\n# Licensed ...\n\napiVersion: v1\nkind: ConfigMap\n", "", "head", "# Copyright 2021 The kpt Authors\n#\n# Licensed ..."},
 		// 5. "- # comment", comment lines below at the same column, then a
 		// mapping there → the HeadComment of the mapping's first key (the
 		// shape kyaml writes for a commented resource in items:).
@@ -94,6 +113,9 @@ func TestDecodeCommentsTable(t *testing.T) {
 		doc, _ := Decode([]byte(w.in))
 		n := doc
 		for _, s := range strings.Split(w.path, "/") {
+			if s == "" {
+				break
+			}
 			var i int
 			fmt.Sscan(s, &i)
 			if i >= len(n.Content) {
@@ -109,8 +131,20 @@ func TestDecodeCommentsTable(t *testing.T) {
 	// Nearby shapes that must fall back (yaml.v3 places these comments
 	// elsewhere, or the rule is not established here).
 	for _, in := range []string{
-		"# c\na: b\n",                 // document head
 		"---\n# c\na: b\n",            // document head after ---
+		"\n# a\na: b\n",               // blank line before the document head
+		"  # a\na: b\n",               // indented document head
+		"# a\n  a: b\n",               // indented root
+		"# a\n\n- a\n",                // root sequence
+		"# h\n- a\n",                  // root sequence
+		"# a\n---\na: b\n",            // comment before ---
+		"# a\n\n  # b\na: b\n",        // comment groups at different columns
+		"# a\n",                       // comment only
+		"# a\n\n",                     // comment only
+		"# a\nplain\n",                // root scalar
+		"# a\n[a]\n",                  // root flow sequence
+		"# a\n{}\n",                   // root flow mapping
+		"# a\na: b\n# c\n",            // end of document
 		"a: b\n\n# h\nc: d\n",         // blank line before the comment
 		"a: b\n# h\n\nc: d\n",         // blank line after the comment
 		"a: b\n# c\n",                 // end of document
@@ -245,7 +279,8 @@ func TestDecodeGeneratedComments(t *testing.T) {
 		}
 		return false
 	}
-	var gen func(b *strings.Builder, ind, depth int, headOK, mapOnly bool)
+	// gen writes a block mapping (shape 1), sequence (2) or either (0).
+	var gen func(b *strings.Builder, ind, depth int, headOK bool, shape int)
 	// entry writes "key:" and its value at ind; it reports whether the
 	// value ended on the key line (a head comment may follow).
 	entry := func(b *strings.Builder, ind, depth int) bool {
@@ -291,13 +326,13 @@ func TestDecodeGeneratedComments(t *testing.T) {
 				b.WriteString(" " + cmt())
 			}
 			b.WriteString("\n")
-			gen(b, ind+[]int{0, 2, 2, 4}[rng.IntN(4)], depth+1, true, false)
+			gen(b, ind+[]int{0, 2, 2, 4}[rng.IntN(4)], depth+1, true, 0)
 			return false
 		}
 	}
-	gen = func(b *strings.Builder, ind, depth int, headOK, mapOnly bool) {
+	gen = func(b *strings.Builder, ind, depth int, headOK bool, shape int) {
 		n := 1 + rng.IntN(3)
-		if mapOnly || rng.IntN(2) == 0 {
+		if shape == 1 || shape == 0 && rng.IntN(2) == 0 {
 			simple := headOK
 			for i := 0; i < n; i++ {
 				if i > 0 && noise(b, ind) {
@@ -334,11 +369,11 @@ func TestDecodeGeneratedComments(t *testing.T) {
 					if !mapOnly {
 						bad = true
 					}
-					gen(b, ind+2, depth+1, true, mapOnly)
+					gen(b, ind+2, depth+1, true, map[bool]int{true: 1, false: 2}[mapOnly])
 					break
 				}
 				b.WriteString("\n")
-				gen(b, ind+2, depth+1, false, false)
+				gen(b, ind+2, depth+1, false, 0)
 			default:
 				b.WriteString(" " + scalars[rng.IntN(len(scalars))])
 				if rng.IntN(3) == 0 {
@@ -353,11 +388,41 @@ func TestDecodeGeneratedComments(t *testing.T) {
 	for i := 0; i < total; i++ {
 		var b strings.Builder
 		bad = false
-		if rng.IntN(20) == 0 {
-			b.WriteString(cmt() + "\n")
-			bad = true
+		shape := 0
+		if rng.IntN(4) == 0 {
+			// Document head comments: groups of comment lines, blank
+			// (or space-only) lines between them and maybe before the root.
+			switch rng.IntN(10) {
+			case 0:
+				b.WriteString("\n")
+				bad = true
+			case 1:
+				b.WriteString(" ")
+				bad = true
+			}
+			blank := func() {
+				for j := rng.IntN(2); j >= 0; j-- {
+					b.WriteString(strings.Repeat(" ", rng.IntN(2)) + "\n")
+				}
+			}
+			for g := rng.IntN(3); g >= 0; g-- {
+				for j := rng.IntN(3); j >= 0; j-- {
+					b.WriteString(cmt() + "\n")
+				}
+				if g > 0 {
+					blank()
+				}
+			}
+			if rng.IntN(2) == 0 {
+				blank()
+			}
+			shape = 1
+			if rng.IntN(5) == 0 {
+				shape = 2
+				bad = true // a root sequence, not handled
+			}
 		}
-		gen(&b, 0, 0, false, false)
+		gen(&b, 0, 0, true, shape) // comments above the root mapping: a document head
 		if rng.IntN(20) == 0 {
 			b.WriteString(cmt() + "\n")
 			bad = true

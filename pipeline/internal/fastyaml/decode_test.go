@@ -289,7 +289,7 @@ func TestDecodeTable(t *testing.T) {
 	}
 	// Inputs that must fall back.
 	for _, in := range []string{
-		"# c\na: b\n", "a: &x b\n", "a: *x\n", "a: !!str b\n", "a: >\n  x\n", "a: {b: c}\n", "? a\n: b\n",
+		"# c\n- a\n", "a: &x b\n", "a: *x\n", "a: !!str b\n", "a: >\n  x\n", "a: {b: c}\n", "? a\n: b\n",
 		"<<: {}\n", "a: b\r\n", "\ufeffa: b\n", "a: b\n---\nc: d\n", "", "a: b\n  c\n", "a: \"b\n  c\"\n",
 		"%YAML 1.2\n---\na: b\n", "a:\tb\n", "\ta: b\n",
 	} {
