@@ -481,3 +481,42 @@ func TestDecodeCommentNodes(t *testing.T) {
 		t.Errorf("commented and plain trees differ beyond comments and lines: %s", d)
 	}
 }
+
+// decBenchCommented is decBenchList with a setter comment on every
+// Deployment's replicas and a note above every ConfigMap's metadata.
+func decBenchCommented(n int) []byte {
+	s := string(decBenchList(n))
+	s = strings.ReplaceAll(s, "    replicas: 3\n", "    replicas: 3 # kpt-set: ${replicas}\n")
+	s = strings.ReplaceAll(s, "  kind: ConfigMap\n", "  kind: ConfigMap\n  # generated; do not edit\n")
+	return []byte(s)
+}
+
+func TestDecodeBenchCommentedInput(t *testing.T) {
+	data := decBenchCommented(20)
+	if !decCheck(t, "commented bench list", data) {
+		t.Fatal("commented benchmark input not handled")
+	}
+}
+
+func BenchmarkDecodeCommented(b *testing.B) {
+	data := decBenchCommented(1000)
+	b.Run("yaml.v3", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		b.ReportAllocs()
+		for b.Loop() {
+			var n yaml.Node
+			if err := yaml.NewDecoder(strings.NewReader(string(data))).Decode(&n); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("fastyaml", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, ok := Decode(data); !ok {
+				b.Fatal("not handled")
+			}
+		}
+	})
+}

@@ -11,6 +11,7 @@ func decFuzzSeeds(f *testing.F, items bool) {
 		"a: |+2\n   x\n\n", "---\na:\n  b: ~\n", "é: ü\n", "- - a\n  -\n", "a: b c:d #e\n",
 		"a: b # c\n# h\nd: e # kpt-set: ${x}\n", "- v # c\n- w\n", "k: # c\n  # h1\n  #h2\n  a: [b] # x\n",
 		"- a: b\n  # h\n  c: 'd' #e\n", "a: b\n\n# h\nc: d\n", "k:\n  # h\n  - a\n", "a: | # c\n  x\n",
+		"# a\n\n# b\na: b # c\n", "# a\na:\n  b: c\n", "- # h\n  #\n  a: b\n- # i\n  c: d # e\n",
 	} {
 		f.Add([]byte(s))
 	}
