@@ -98,15 +98,6 @@ func fillComments(from, to *yaml.Node) {
 
 func isNullNode(n *yaml.Node) bool { return n.Tag == "!!null" }
 
-func fieldIndex(m *yaml.Node, key string) int {
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			return i
-		}
-	}
-	return -1
-}
-
 func hasDupKeys(m *yaml.Node) bool {
 	if len(m.Content) <= 16 {
 		for i := 0; i+1 < len(m.Content); i += 2 {

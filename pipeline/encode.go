@@ -52,21 +52,6 @@ func copyLegacyAnnotations(rn *yaml.RNode) error {
 	return nil
 }
 
-// annotationOf is GetMeta().Annotations[key] (found: the key is present).
-func annotationOf(rn *yaml.RNode) func(key string) (string, bool) {
-	_, _, ann, _, _, ok := metaNodes(rn)
-	if !ok {
-		m, _ := rn.GetMeta()
-		return func(key string) (string, bool) { v, found := m.Annotations[key]; return v, found }
-	}
-	return func(key string) (string, bool) {
-		if ann == nil {
-			return "", false
-		}
-		return lookupLast(ann, key)
-	}
-}
-
 // defaultPathAndIndex is kioutil.DefaultPathAndIndexAnnotation("", nodes).
 func defaultPathAndIndex(nodes []*yaml.RNode) error {
 	counts := map[string]int{}

@@ -21,12 +21,21 @@ func mapField(n *yaml.Node, key string) *yaml.Node {
 	if n.Kind != yaml.MappingNode {
 		return nil
 	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key {
-			return n.Content[i+1]
-		}
+	if i := fieldIndex(n, key); i >= 0 {
+		return n.Content[i+1]
 	}
 	return nil
+}
+
+// fieldIndex is the index of the first key node named key in mapping m, -1
+// when there is none.
+func fieldIndex(m *yaml.Node, key string) int {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return i
+		}
+	}
+	return -1
 }
 
 // annotation returns metadata.annotations[key] ("" when absent).
@@ -224,26 +233,36 @@ func clearEmptyAnnotations(rn *yaml.RNode) error {
 }
 
 // fileAnnotations is kioutil.GetFileAnnotations without building maps of
-// the whole metadata: the path and index annotations (the legacy spelling
-// when the current one is absent; the last of duplicate keys, values of
-// null nodes read as "", as GetMeta reads them).
+// the whole metadata: the path and index annotations, the legacy spelling
+// when the current one is absent.
 func fileAnnotations(rn *yaml.RNode) (path, index string, err error) {
-	_, _, ann, _, _, ok := metaNodes(rn)
-	if !ok {
-		return kioutil.GetFileAnnotations(rn)
-	}
-	if ann == nil {
-		return "", "", nil
-	}
-	path, found := lookupLast(ann, kioutil.PathAnnotation)
+	get := annotationOf(rn)
+	path, found := get(kioutil.PathAnnotation)
 	if !found {
-		path, _ = lookupLast(ann, kioutil.LegacyPathAnnotation) //nolint:staticcheck
+		path, _ = get(kioutil.LegacyPathAnnotation) //nolint:staticcheck
 	}
-	index, found = lookupLast(ann, kioutil.IndexAnnotation)
+	index, found = get(kioutil.IndexAnnotation)
 	if !found {
-		index, _ = lookupLast(ann, kioutil.LegacyIndexAnnotation) //nolint:staticcheck
+		index, _ = get(kioutil.LegacyIndexAnnotation) //nolint:staticcheck
 	}
 	return path, index, nil
+}
+
+// annotationOf is GetMeta().Annotations[key] (found: the key is present):
+// the last of duplicate keys, values of null nodes read as "", as GetMeta
+// reads them.
+func annotationOf(rn *yaml.RNode) func(key string) (string, bool) {
+	_, _, ann, _, _, ok := metaNodes(rn)
+	if !ok {
+		m, _ := rn.GetMeta()
+		return func(key string) (string, bool) { v, found := m.Annotations[key]; return v, found }
+	}
+	return func(key string) (string, bool) {
+		if ann == nil {
+			return "", false
+		}
+		return lookupLast(ann, key)
+	}
 }
 
 func lookupLast(m *yaml.Node, key string) (v string, found bool) {

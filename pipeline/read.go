@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -48,6 +49,7 @@ func readPackage(dir string) ([]*yaml.RNode, error) {
 		return nil, err
 	}
 	type fileDocs struct {
+		data   []byte
 		docs   []*yaml.RNode
 		styles []string // DeriveSeqIndentStyle of each document
 		slow   bool     // read by kyaml's ByteReader instead
@@ -61,6 +63,7 @@ func readPackage(dir string) ([]*yaml.RNode, error) {
 			f.err = err
 			return
 		}
+		f.data = data
 		f.docs, f.styles, f.slow, f.err = decodeFile(string(data))
 	})
 	setAnn := map[string]string{pkgPathAnnotation: dir}
@@ -73,11 +76,7 @@ func readPackage(dir string) ([]*yaml.RNode, error) {
 			return nil, errors.New(filepath.Join(dir, rel) + ": " + f.err.Error())
 		}
 		if f.slow {
-			data, err := os.ReadFile(filepath.Join(dir, rel))
-			if err != nil {
-				return nil, errors.New(filepath.Join(dir, rel) + ": " + err.Error())
-			}
-			r := &kio.ByteReader{DisableUnwrapping: true, Reader: strings.NewReader(string(data)),
+			r := &kio.ByteReader{DisableUnwrapping: true, Reader: bytes.NewReader(f.data),
 				SetAnnotations: setAnn, PreserveSeqIndent: true, WrapBareSeqNode: true}
 			nodes, err := r.Read()
 			if err != nil {

@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/kptr-dev/kptr/pipeline/internal/fastyaml"
 	"sigs.k8s.io/kustomize/kyaml/kio"
@@ -199,21 +200,18 @@ func splitResourceList(out []byte, in *encodedList, input []*yaml.RNode) (output
 		todo = append(todo, i)
 	}
 	// parse the rest, in parallel
-	var failed bool
-	var mu sync.Mutex
+	var failed atomic.Bool
 	parallel(len(todo), func(k int) {
 		i := todo[k]
 		c := items[i]
 		n, ok := decodeSeqItem(out[c.start:c.end], c.line)
 		if !ok {
-			mu.Lock()
-			failed = true
-			mu.Unlock()
+			failed.Store(true)
 			return
 		}
 		output[i] = yaml.NewRNode(n)
 	})
-	if failed {
+	if failed.Load() {
 		return nil, nil, nil, false
 	}
 	return output, r.Results, reused, true

@@ -35,12 +35,7 @@ func writeOutput(dest string, stdout io.Writer, nodes []*yaml.RNode) error {
 	case OutputStdout:
 		return writeResourceList(stdout, nodes, nil)
 	case OutputUnwrap:
-		var buf bytes.Buffer
-		if err := writeDocuments(&buf, nodes, false, fileAnnotationsToClear); err != nil {
-			return err
-		}
-		_, err := stdout.Write(buf.Bytes())
-		return err
+		return writeStream(stdout, nodes, fileAnnotationsToClear)
 	}
 	files, err := encodeFiles(nodes)
 	if err != nil {
@@ -62,8 +57,13 @@ func writeOutput(dest string, stdout io.Writer, nodes []*yaml.RNode) error {
 // the annotations kyaml's readers add: what kio.ByteWriter{Writer: w}.Write
 // writes, faster.
 func WriteManifests(w io.Writer, nodes []*yaml.RNode) error {
+	return writeStream(w, nodes, nil)
+}
+
+// writeStream is writeDocuments (reader annotations and clear dropped) to w.
+func writeStream(w io.Writer, nodes []*yaml.RNode, clear []string) error {
 	var buf bytes.Buffer
-	if err := writeDocuments(&buf, nodes, false, nil); err != nil {
+	if err := writeDocuments(&buf, nodes, false, clear); err != nil {
 		return err
 	}
 	_, err := w.Write(buf.Bytes())
