@@ -25,8 +25,9 @@ func (e *Error) Unwrap() error { return e.err }
 // ExitCode is 1 for every kpt error.
 func (e *Error) ExitCode() int { return 1 }
 
-// Message is kpt's CLI rendering of the error, without the trailing " \n".
-func (e *Error) Message() string { return cliMessage(e.err) }
+// Message is kpt's CLI rendering of the error, without the trailing " \n",
+// Printable (it may quote function output).
+func (e *Error) Message() string { return Printable(cliMessage(e.err)) }
 
 // kerr mirrors kpt's errors.Error: an operation, a package and a cause,
 // formatted the way kpt's render status shows them.

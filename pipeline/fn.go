@@ -199,7 +199,7 @@ func (r *renderer) doFunction(st *fnStep, pn *pkgNode, input []*yaml.RNode, fnCo
 		}
 		return nil
 	}
-	output, rlResults, err := runFilter(run, fnConfig, input)
+	output, rlResults, err := runFilter(run, fnConfig, input, r.opts.Limits)
 	fr.Stderr = string(stderr)
 	// the filter numbers its input in place; the numbers must not outlive
 	// the call (a failed call never gets to remove them)

@@ -587,7 +587,8 @@ func (r *renderer) failedFunction() string {
 	return r.failedStep.Exec
 }
 
-// newError builds the *Error for err: summary "render <pkg>: <fn>: <cause>".
+// newError builds the *Error for err: summary "render <pkg>: <fn>: <cause>",
+// one line, Printable (package paths and function output are untrusted).
 func newError(err error, pkg, fn string) *Error {
 	e := &Error{Pkg: pkg, Function: fn, err: err}
 	cause := cliMessage(err)
@@ -608,6 +609,6 @@ func newError(err error, pkg, fn string) *Error {
 		b.WriteString(": " + fn)
 	}
 	b.WriteString(": " + cause)
-	e.summary = b.String()
+	e.summary = Printable(b.String())
 	return e
 }
