@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/kptr-dev/kptr/cache"
 )
@@ -106,6 +103,11 @@ func (s *Sandbox) Prepare(ctx context.Context, b cache.Bundle, inv Invocation) {
 			return
 		}
 		st.sio.closeChild()
+		if err := st.watch(); err != nil {
+			st.destroy(s.log)
+			pr.err = err
+			return
+		}
 		pr.st = st
 	}()
 }
@@ -150,11 +152,10 @@ func (s *Sandbox) runPrepared(ctx context.Context, pr *prepared, inv Invocation)
 	st := pr.st
 	if err := st.c.Exec(); err != nil {
 		s.log.Debug("sandbox: prepared sandbox did not start, starting cold", "id", st.id, "err", err)
-		killWait(st)
-		st.destroy(s.log)
+		st.release(s.log)
 		return Result{}, nil, false
 	}
-	defer st.destroy(s.log)
+	defer st.release(s.log)
 	s.prepHits.Add(1)
 	s.log.Debug("sandbox: using the prepared sandbox", "id", st.id)
 	res, err := s.finish(ctx, st, inv)
@@ -193,19 +194,7 @@ func (s *Sandbox) dispose(pr *prepared) {
 	if pr.st == nil {
 		return
 	}
-	killWait(pr.st)
-	pr.st.destroy(s.log)
-}
-
-// killWait kills a started init (its pid namespace goes with it) and reaps it.
-func killWait(st *started) {
-	_ = st.c.Signal(unix.SIGKILL)
-	done := make(chan struct{})
-	go func() { _, _ = st.p.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-	}
+	pr.st.release(s.log)
 }
 
 // Close destroys every prepared sandbox that was not used and makes later

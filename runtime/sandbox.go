@@ -258,12 +258,15 @@ func (s *Sandbox) run(ctx context.Context, b cache.Bundle, inv Invocation) (Resu
 	if err != nil {
 		return Result{}, err
 	}
-	defer st.destroy(s.log)
+	defer st.release(s.log)
 	if err := onStableThread(func() error { return st.c.Run(st.p) }); err != nil {
 		st.sio.closeChild()
 		return Result{}, fmt.Errorf("start: %w", unwrapStart(err))
 	}
 	st.sio.closeChild()
+	if err := st.watch(); err != nil {
+		return Result{}, err
+	}
 	return s.finish(ctx, st, inv)
 }
 
@@ -275,8 +278,19 @@ type started struct {
 	p    *libcontainer.Process
 	sio  *stdio
 	proc process
-	root string // the run's private root directory to remove ("" for a direct root)
-	rw   string // the run's overlay upper and work directories to remove ("" without overlay)
+	root string  // the run's private root directory to remove ("" for a direct root)
+	rw   string  // the run's overlay upper and work directories to remove ("" without overlay)
+	reap *reaper // once the init has started
+}
+
+// watch hands the started init to a reaper.
+func (st *started) watch() error {
+	pid, err := st.p.Pid()
+	if err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
+	st.reap = newReaper(pid, st.p.Wait, nil)
+	return nil
 }
 
 // setup creates (but does not start) the sandbox of one run of b.
@@ -357,7 +371,7 @@ func (s *Sandbox) finish(ctx context.Context, st *started, inv Invocation) (Resu
 	st.sio.src, st.sio.max = inv.Stdin, maxOut
 	st.sio.out.max, st.sio.err.max = maxOut, maxOut
 	st.sio.start()
-	res, err := wait(ctx, timeout, st.sio, st.p.Wait, func() { _ = st.c.Signal(unix.SIGKILL) })
+	res, err := wait(ctx, timeout, st.sio, st.reap)
 	if err == nil && res.ExitCode == 255 && isExecFailure(res.Stderr, st.proc.Args[0]) {
 		// libcontainer's init reports a failed execve of the entrypoint on
 		// the function's stderr and exits 255: that is a start failure.
@@ -366,7 +380,20 @@ func (s *Sandbox) finish(ctx context.Context, st *started, inv Invocation) (Resu
 	return res, err
 }
 
-// destroy ends every process of the run and removes its state.
+// release ends the run: it kills whatever is left of it (nothing, when its
+// init has been reaped), waits up to killGrace and removes its state; when
+// the init is still not reaped then, the reaper removes the state once it
+// is.
+func (st *started) release(log *slog.Logger) {
+	if st.reap == nil {
+		st.destroy(log)
+		return
+	}
+	st.reap.end(killGrace)
+	st.reap.afterEnd(func() { st.destroy(log) })
+}
+
+// destroy removes the state of a run whose processes are all gone.
 func (st *started) destroy(log *slog.Logger) {
 	if st.c != nil {
 		if err := st.c.Destroy(); err != nil {
@@ -450,20 +477,17 @@ func isExecFailure(stderr []byte, exe string) bool {
 	return strings.HasPrefix(s, "exec "+exe+": ") && strings.Count(s, "\n") == 1 && strings.HasSuffix(s, "\n")
 }
 
-// wait waits for the process, enforcing the timeout, the context and the
-// output caps by calling kill (which ends every process of the run).
-func wait(ctx context.Context, timeout time.Duration, sio *stdio, waitFn func() (*os.ProcessState, error), kill func()) (Result, error) {
-	done := make(chan struct{})
-	var (
-		ps   *os.ProcessState
-		werr error
-	)
-	go func() { ps, werr = waitFn(); close(done) }()
+// wait waits for the run r reaps, enforcing the timeout, the context and
+// the output caps by ending every process of the run. It never waits longer
+// than the timeout plus killGrace (plus outputGrace for output that is still
+// held open): what is not reaped by then is left to r in the background and
+// reported in the error.
+func wait(ctx context.Context, timeout time.Duration, sio *stdio, r *reaper) (Result, error) {
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	var cause error
 	select {
-	case <-done:
+	case <-r.done:
 	case <-timer.C:
 		cause = fmt.Errorf("%w after %s", ErrTimeout, timeout)
 	case <-ctx.Done():
@@ -471,9 +495,8 @@ func wait(ctx context.Context, timeout time.Duration, sio *stdio, waitFn func() 
 	case <-sio.overflow:
 		cause = fmt.Errorf("%w: more than %d bytes on %s", ErrOutputLimit, sio.max, sio.overflowName())
 	}
-	if cause != nil {
-		kill()
-		<-done
+	if cause != nil && !r.end(killGrace) {
+		cause = fmt.Errorf("%w; its processes were still not reaped %s after SIGKILL (left to a background reaper)", cause, killGrace)
 	}
 	sio.finish()
 	res := Result{Stdout: sio.out.Bytes(), Stderr: sio.err.Bytes()}
@@ -484,6 +507,7 @@ func wait(ctx context.Context, timeout time.Duration, sio *stdio, waitFn func() 
 		res.ExitCode = -1
 		return res, cause
 	}
+	ps, werr := r.ps, r.err
 	if ps == nil {
 		return res, fmt.Errorf("wait: %w", werr)
 	}
