@@ -87,7 +87,7 @@ func (s *Sandbox) Prepare(ctx context.Context, b cache.Bundle, inv Invocation) {
 	pr.stopCtx = context.AfterFunc(ctx, func() { s.discard(pr, false) })
 	s.mu.Unlock()
 	if evict != nil {
-		go s.dispose(evict)
+		s.disposeLater(evict)
 	}
 	go func() {
 		defer close(pr.ready)
@@ -136,7 +136,7 @@ func (s *Sandbox) take(ctx context.Context, b cache.Bundle, inv Invocation) *pre
 	select {
 	case <-pr.ready:
 	case <-ctx.Done():
-		go s.dispose(pr)
+		s.disposeLater(pr)
 		return nil // the cold path reports the context's error
 	}
 	if pr.err != nil {
@@ -181,8 +181,17 @@ func (s *Sandbox) discard(pr *prepared, wait bool) {
 	if wait {
 		s.dispose(pr)
 	} else {
-		go s.dispose(pr)
+		s.disposeLater(pr)
 	}
+}
+
+// disposeLater disposes of pr in the background; Close waits for it.
+func (s *Sandbox) disposeLater(pr *prepared) {
+	s.disposing.Add(1)
+	go func() {
+		defer s.disposing.Done()
+		s.dispose(pr)
+	}()
 }
 
 // dispose kills and removes a prepared sandbox nobody will use.
@@ -197,16 +206,24 @@ func (s *Sandbox) dispose(pr *prepared) {
 	pr.st.release(s.log)
 }
 
-// Close destroys every prepared sandbox that was not used and makes later
-// Prepare calls no-ops; runs in progress and later Runs are unaffected.
+// Close destroys every prepared sandbox that was not used, waits until
+// those discarded before are gone too, and makes later Prepare calls
+// no-ops; runs in progress and later Runs are unaffected. A program that
+// prepares sandboxes calls Close before it exits, so that none of their
+// state outlives it (what it leaves anyway, killed, the next kptr removes).
 func (s *Sandbox) Close() error {
 	s.mu.Lock()
+	wasClosed := s.closed
 	s.closed = true
 	prs := s.prepared
 	s.prepared = nil
 	s.mu.Unlock()
 	for _, pr := range prs {
 		s.dispose(pr)
+	}
+	s.disposing.Wait()
+	if !wasClosed {
+		releaseOwnerLock(s.stateDir) // New's reference; runs hold their own
 	}
 	return nil
 }

@@ -2,8 +2,6 @@ package runtime
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -55,6 +53,8 @@ type Sandbox struct {
 	prepared []*prepared // prepared sandboxes not yet used, oldest first (see Prepare)
 	closed   bool
 	prepHits atomic.Uint64 // runs that used a prepared sandbox
+	// disposing counts prepared sandboxes being destroyed in the background.
+	disposing sync.WaitGroup
 }
 
 // Option configures a Sandbox.
@@ -116,6 +116,9 @@ func New(opts ...Option) (*Sandbox, error) {
 	if err := ensurePrivateDir(s.stateDir); err != nil {
 		return nil, fmt.Errorf("sandbox state dir: %w", err)
 	}
+	if err := holdOwnerLock(s.stateDir); err != nil {
+		return nil, fmt.Errorf("sandbox state dir %s: %w", s.stateDir, err)
+	}
 	pruneStale(s.stateDir)
 	if s.feat.Overlay && !s.noOverlay && overlaySafePath(s.stateDir) {
 		if err := overlayCheck(s.stateDir); err != nil {
@@ -125,47 +128,6 @@ func New(opts ...Option) (*Sandbox, error) {
 		}
 	}
 	return s, nil
-}
-
-// runToken makes this process's run IDs unique in a state directory that
-// outlives processes: the run state of a SIGKILLed kptr (Argo CD's deadline)
-// stays for up to an hour, and a later kptr may get the same pid.
-var runToken = func() string {
-	b := make([]byte, 4)
-	if _, err := rand.Read(b); err != nil {
-		return strconv.FormatInt(time.Now().UnixNano(), 36)
-	}
-	return hex.EncodeToString(b)
-}()
-
-// pruneStale removes run state left behind by kptr processes that died
-// mid-run (kill -9): entries are named kptr-<pid>-<token>-<n>[.root|.rw] and only those
-// of processes that no longer exist, untouched for an hour, are removed.
-func pruneStale(dir string) {
-	des, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	for _, de := range des {
-		rest, ok := strings.CutPrefix(de.Name(), "kptr-")
-		if !ok {
-			continue
-		}
-		pidStr, _, _ := strings.Cut(rest, "-")
-		pid, err := strconv.Atoi(pidStr)
-		if err != nil || pid <= 0 || pid == os.Getpid() {
-			continue
-		}
-		// A pid namespace other than ours could share the directory, so an
-		// unknown pid alone is not proof: also require an hour of quiet.
-		fi, err := de.Info()
-		if err != nil || time.Since(fi.ModTime()) < time.Hour {
-			continue
-		}
-		if err := unix.Kill(pid, 0); errors.Is(err, unix.ESRCH) {
-			removeTree(filepath.Join(dir, de.Name()))
-		}
-	}
 }
 
 // Features returns what the sandbox adapted to.
@@ -187,26 +149,6 @@ func defaultStateDir() string {
 		return filepath.Join(d, "kptr")
 	}
 	return filepath.Join(os.TempDir(), "kptr-run-"+strconv.Itoa(os.Geteuid()))
-}
-
-// ensurePrivateDir creates dir (mode 0711: the sandbox's mapped uid must
-// traverse it, nobody may list it) and refuses a directory someone else owns
-// or a symlink, as a shared /tmp would allow.
-func ensurePrivateDir(dir string) error {
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return err
-	}
-	if err := os.Mkdir(dir, 0o711); err != nil && !errors.Is(err, os.ErrExist) {
-		return err
-	}
-	var st unix.Stat_t
-	if err := unix.Lstat(dir, &st); err != nil {
-		return err
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != os.Geteuid() {
-		return fmt.Errorf("%s is not a directory owned by uid %d", dir, os.Geteuid())
-	}
-	return os.Chmod(dir, 0o711)
 }
 
 // RunError says which image could not be run and why. Runs that ended in a
@@ -281,6 +223,8 @@ type started struct {
 	root string  // the run's private root directory to remove ("" for a direct root)
 	rw   string  // the run's overlay upper and work directories to remove ("" without overlay)
 	reap *reaper // once the init has started
+	// stateDir holds the run's entries; "" once they are removed.
+	stateDir string
 }
 
 // watch hands the started init to a reaper.
@@ -303,7 +247,7 @@ func (s *Sandbox) setup(b cache.Bundle, inv Invocation) (_ *started, err error) 
 	if err != nil {
 		return nil, err
 	}
-	id := fmt.Sprintf("kptr-%d-%s-%d", os.Getpid(), runToken, s.seq.Add(1))
+	id := fmt.Sprintf("%s-%d", ownerName(), s.seq.Add(1))
 	spec := runSpec{
 		ID: id, Root: filepath.Join(s.stateDir, id+".root"), Image: b.Rootfs, Entries: entries,
 		Proc: proc, Inv: inv, Limits: s.limits, Feat: s.feat,
@@ -323,7 +267,10 @@ func (s *Sandbox) setup(b cache.Bundle, inv Invocation) (_ *started, err error) 
 	if err != nil {
 		return nil, err
 	}
-	st := &started{id: id, proc: proc}
+	if err := holdOwnerLock(s.stateDir); err != nil {
+		return nil, fmt.Errorf("sandbox state dir %s: %w", s.stateDir, err)
+	}
+	st := &started{id: id, proc: proc, stateDir: s.stateDir}
 	defer func() {
 		if err != nil {
 			st.destroy(s.log)
@@ -403,12 +350,19 @@ func (st *started) destroy(log *slog.Logger) {
 	if st.sio != nil {
 		st.sio.close()
 	}
+	if st.stateDir == "" {
+		return // destroyed before
+	}
+	// libcontainer's own state, also when Create or Destroy failed midway.
+	removeTree(filepath.Join(st.stateDir, st.id))
 	if st.root != "" {
-		os.RemoveAll(st.root)
+		removeTree(st.root)
 	}
 	if st.rw != "" {
 		removeTree(st.rw)
 	}
+	releaseOwnerLock(st.stateDir)
+	st.stateDir = ""
 }
 
 // overlayFor says whether runs of rootfs get an overlay: the kernel reads
