@@ -35,6 +35,18 @@ type globals struct {
 	sandbox     string
 	logLevel    string
 	progress    string
+
+	// atExit runs when the command has finished (run's deferred cleanup):
+	// the sandbox's Close, so no prepared sandbox outlives kptr.
+	atExit []func() error
+}
+
+// cleanup runs the atExit functions, last registered first.
+func (g *globals) cleanup() {
+	for i := len(g.atExit) - 1; i >= 0; i-- {
+		_ = g.atExit[i]()
+	}
+	g.atExit = nil
 }
 
 func newGlobals(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) *globals {
