@@ -159,9 +159,12 @@ func (r *renderer) runFunction(st *fnStep, pn *pkgNode, input []*yaml.RNode, fnC
 	}
 	pr.printf("\n")
 	t0 := time.Now()
+	r.pulled = 0
 	fr := &FnResult{Image: st.image, ExecPath: st.exec}
 	output, err := r.doFunction(st, pn, input, fnConfig, fr)
-	elapsed := time.Since(t0).Truncate(100 * time.Millisecond)
+	// The function's time, as kpt prints it, leaves out the image pull
+	// (printed on its own line when it happens).
+	elapsed := (time.Since(t0) - r.pulled).Truncate(100 * time.Millisecond)
 	if err != nil {
 		pr.printf("[FAIL] %q in %v\n", st.name(), elapsed)
 		printResults(pr, fr.Results)
@@ -310,6 +313,10 @@ func (r *renderer) invoke(st *fnStep, in io.Reader) (runtime.Result, error) {
 	b, err := r.opts.Resolver.Resolve(r.ctx, st.image)
 	if err != nil {
 		return runtime.Result{}, err
+	}
+	if b.Pulled > 0 {
+		r.pulled += b.Pulled
+		r.pr.printf("  Pulled in %v\n", b.Pulled.Truncate(100*time.Millisecond))
 	}
 	return r.opts.Runner.Run(r.ctx, b, inv)
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	kptv1 "github.com/kptr-dev/kptr/pipeline/kptfile/v1"
 	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
@@ -27,6 +28,7 @@ type renderer struct {
 	pkgs                           int
 	inputFiles                     map[string]bool // root-relative
 	latest                         map[*pkgNode][]*yaml.RNode
+	pulled                         time.Duration // the current function's image pull
 }
 
 // Render renders the package at dir as `kpt fn render` does and writes the

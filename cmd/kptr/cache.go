@@ -10,12 +10,10 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/schollz/progressbar/v3"
 
 	"github.com/kptr-dev/kptr/cache"
 )
@@ -45,8 +43,12 @@ func (g *globals) openCacheWith(lvl slog.Level, extra ...cache.Option) (*cache.C
 		}
 		mirrors = append(mirrors, mm)
 	}
+	if g.cacheDir == "" {
+		return nil, withCode(exitEnv, errors.New("no cache directory: KPTR_CACHE_DIR, XDG_CACHE_HOME and HOME are all unset; set one of them or pass --cache-dir"))
+	}
 	log := g.logger()
 	opts := []cache.Option{
+		cache.WithTimeout(g.regTimeout),
 		cache.WithMirrors(mirrors...),
 		cache.WithInsecureRegistries(g.insecure...),
 		cache.WithPullPolicy(policy),
@@ -66,77 +68,6 @@ func (g *globals) openCacheWith(lvl slog.Level, extra ...cache.Option) (*cache.C
 		return nil, withCode(exitEnv, err)
 	}
 	return c, nil
-}
-
-// barProgress draws one progress bar per layer (bytes) on a terminal.
-type barProgress struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
-}
-
-func (p *barProgress) Layer(image string, d v1.Hash, size int64) cache.LayerProgress {
-	bar := progressbar.NewOptions64(size,
-		progressbar.OptionSetWriter(lockedWriter{&p.mu, p.w}),
-		progressbar.OptionSetDescription(shortDigest(d)),
-		progressbar.OptionShowBytes(true),
-		progressbar.OptionShowCount(),
-		progressbar.OptionSetWidth(30),
-		progressbar.OptionThrottle(100*time.Millisecond),
-		progressbar.OptionOnCompletion(func() { fmt.Fprintln(lockedWriter{&p.mu, p.w}) }),
-	)
-	return &barLayer{bar: bar}
-}
-
-type barLayer struct{ bar *progressbar.ProgressBar }
-
-func (b *barLayer) Add(n int) { _ = b.bar.Add(n) }
-func (b *barLayer) Done(err error) {
-	if err == nil {
-		_ = b.bar.Finish()
-		return
-	}
-	_ = b.bar.Exit()
-}
-
-// logProgress logs one line when a layer starts and one when it ends.
-type logProgress struct {
-	log *slog.Logger
-	lvl slog.Level
-}
-
-func (p *logProgress) Layer(image string, d v1.Hash, size int64) cache.LayerProgress {
-	p.log.Log(context.Background(), p.lvl, "fetching layer", "image", image, "digest", d.String(), "bytes", size)
-	return &logLayer{log: p.log, lvl: p.lvl, image: image, d: d, start: time.Now()}
-}
-
-type logLayer struct {
-	log   *slog.Logger
-	lvl   slog.Level
-	image string
-	d     v1.Hash
-	n     int64
-	start time.Time
-	mu    sync.Mutex
-}
-
-func (l *logLayer) Add(n int) { l.mu.Lock(); l.n += int64(n); l.mu.Unlock() }
-func (l *logLayer) Done(err error) {
-	if err != nil {
-		l.log.Warn("layer failed", "image", l.image, "digest", l.d.String(), "error", err)
-		return
-	}
-	l.log.Log(context.Background(), l.lvl, "fetched layer", "image", l.image, "digest", l.d.String(), "bytes", l.n, "duration", time.Since(l.start).Round(time.Millisecond))
 }
 
 func shortDigest(d v1.Hash) string {
