@@ -58,13 +58,17 @@ func (l OutputLimits) withDefaults() OutputLimits {
 
 // OutputLimitError is a function output over one of OutputLimits.
 type OutputLimitError struct {
-	What    string // "items", "results", "YAML nodes", "levels of nesting"
-	Limit   int
-	Setting string // the KPTR_* variable that sets it, "" when none
+	Function string // the function's image or exec command
+	What     string // "items", "results", "YAML nodes", "levels of nesting"
+	Limit    int
+	Setting  string // the KPTR_* variable that sets it, "" when none
 }
 
+// Error is "output has more than N <what> (<setting>)"; the render's error
+// summary puts the package and the function before it, kpt's error line
+// (Error.Message) the function.
 func (e *OutputLimitError) Error() string {
-	s := fmt.Sprintf("function output has more than %d %s", e.Limit, e.What)
+	s := fmt.Sprintf("output has more than %d %s", e.Limit, e.What)
 	if e.What == "YAML nodes" {
 		s += " (aliases expanded)"
 	}

@@ -126,9 +126,9 @@ func TestCheckTrees(t *testing.T) {
 	for _, c := range []struct{ doc, err string }{
 		{"a: b\n", ""},
 		{"a: &x [1, 2, 3]\nb: [*x, *x, *x]\n", ""},
-		{laughs.String(), "function output has more than 1000 YAML nodes (aliases expanded) (KPTR_FN_MAX_NODES)"},
+		{laughs.String(), "output has more than 1000 YAML nodes (aliases expanded) (KPTR_FN_MAX_NODES)"},
 		{strings.Repeat("[", 10) + strings.Repeat("]", 10), ""},
-		{strings.Repeat("[", 11) + strings.Repeat("]", 11), "function output has more than 10 levels of nesting"},
+		{strings.Repeat("[", 11) + strings.Repeat("]", 11), "output has more than 10 levels of nesting"},
 	} {
 		err := lim.checkTrees(parse(c.doc))
 		if got := errString(err); got != c.err {

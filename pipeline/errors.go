@@ -94,6 +94,7 @@ func cliMessage(err error) string {
 	var dep *kptv1.DeprecatedKptfileError
 	var ve *kptv1.ValidateError
 	var nk *noKptfileError
+	var le *OutputLimitError
 	switch {
 	case errors.Is(err, errHandled):
 		return ""
@@ -110,6 +111,8 @@ func cliMessage(err error) string {
 		return msg
 	case errors.As(err, &ve):
 		return ve.Error()
+	case errors.As(err, &le) && le.Function != "":
+		return "Error: " + le.Function + ": " + le.Error()
 	}
 	// innermost cause below kpt's wrapping
 	for {

@@ -211,6 +211,9 @@ func (r *renderer) doFunction(st *fnStep, pn *pkgNode, input []*yaml.RNode, fnCo
 		_ = clearEmptyAnnotations(n)
 	}
 	var ee *execError
+	if le := (*OutputLimitError)(nil); errors.As(err, &le) {
+		le.Function = st.name()
+	}
 	if err != nil && !errors.As(err, &ee) {
 		// the function's output could not be parsed
 		r.results.ExitCode = 1

@@ -40,16 +40,16 @@ func TestHostileOutputLimits(t *testing.T) {
 		lim  OutputLimits
 		want string
 	}{
-		{[]string{"results", "1000000"}, OutputLimits{}, "function output has more than 100000 results (KPTR_FN_MAX_RESULTS)"},
-		{[]string{"items", "200000"}, OutputLimits{}, "function output has more than 100000 items (KPTR_FN_MAX_ITEMS)"},
-		{[]string{"items", "200"}, OutputLimits{MaxItems: 100}, "function output has more than 100 items (KPTR_FN_MAX_ITEMS)"},
-		{[]string{"results", "200"}, OutputLimits{MaxResults: 100}, "function output has more than 100 results (KPTR_FN_MAX_RESULTS)"},
-		{[]string{"deep", "1500"}, OutputLimits{}, "function output has more than 1000 levels of nesting"},
-		{[]string{"flowdeep", "5000"}, OutputLimits{}, "function output has more than 1000 levels of nesting"},
-		{[]string{"laughs", "9"}, OutputLimits{}, "function output has more than 4000000 YAML nodes (aliases expanded) (KPTR_FN_MAX_NODES)"},
-		{[]string{"laughresults", "9"}, OutputLimits{}, "function output has more than 4000000 YAML nodes (aliases expanded) (KPTR_FN_MAX_NODES)"},
-		{[]string{"laughs", "4"}, OutputLimits{MaxNodes: 1000}, "function output has more than 1000 YAML nodes (aliases expanded) (KPTR_FN_MAX_NODES)"},
-		{[]string{"scalar", "1000"}, OutputLimits{MaxNodes: 10}, "function output has more than 10 YAML nodes (aliases expanded) (KPTR_FN_MAX_NODES)"},
+		{[]string{"results", "1000000"}, OutputLimits{}, "output has more than 100000 results (KPTR_FN_MAX_RESULTS)"},
+		{[]string{"items", "200000"}, OutputLimits{}, "output has more than 100000 items (KPTR_FN_MAX_ITEMS)"},
+		{[]string{"items", "200"}, OutputLimits{MaxItems: 100}, "output has more than 100 items (KPTR_FN_MAX_ITEMS)"},
+		{[]string{"results", "200"}, OutputLimits{MaxResults: 100}, "output has more than 100 results (KPTR_FN_MAX_RESULTS)"},
+		{[]string{"deep", "1500"}, OutputLimits{}, "output has more than 1000 levels of nesting"},
+		{[]string{"flowdeep", "5000"}, OutputLimits{}, "output has more than 1000 levels of nesting"},
+		{[]string{"laughs", "9"}, OutputLimits{}, "output has more than 4000000 YAML nodes (aliases expanded) (KPTR_FN_MAX_NODES)"},
+		{[]string{"laughresults", "9"}, OutputLimits{}, "output has more than 4000000 YAML nodes (aliases expanded) (KPTR_FN_MAX_NODES)"},
+		{[]string{"laughs", "4"}, OutputLimits{MaxNodes: 1000}, "output has more than 1000 YAML nodes (aliases expanded) (KPTR_FN_MAX_NODES)"},
+		{[]string{"scalar", "1000"}, OutputLimits{MaxNodes: 10}, "output has more than 10 YAML nodes (aliases expanded) (KPTR_FN_MAX_NODES)"},
 	} {
 		t.Run(strings.Join(c.args, "-"), func(t *testing.T) {
 			transcript, err, before, after := hostileRender(t, c.lim, c.args...)

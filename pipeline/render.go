@@ -596,10 +596,13 @@ func newError(err error, pkg, fn string) *Error {
 	cause := cliMessage(err)
 	cause = strings.TrimPrefix(cause, "Error: ")
 	var ee *execError
+	var le *OutputLimitError
 	if errors.Is(err, errHandled) {
 		cause = "function failed"
 	} else if errors.As(err, &ee) {
 		cause = ee.Error()
+	} else if errors.As(err, &le) {
+		cause = le.Error() // the function is named before it
 	}
 	cause = strings.Join(strings.Fields(cause), " ")
 	var b strings.Builder
