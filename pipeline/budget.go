@@ -37,10 +37,12 @@ type OutputLimits struct {
 // Defaults of OutputLimits: far above what real functions print (a catalog
 // function on a 10,000-resource package prints 10,000 items and under a
 // million nodes; Kubernetes schemas nest a few dozen levels), low enough
-// that reading an output at every limit stays well under 1 GiB.
+// that an output at any one limit costs kptr under 1 GiB (BENCHMARKS.md,
+// "Memory per output byte": 50,000 small items about 600 MB, 50,000
+// results about 420 MB, 4,000,000 nodes about 930 MB).
 const (
-	DefaultMaxItems   = 100_000
-	DefaultMaxResults = 100_000
+	DefaultMaxItems   = 50_000
+	DefaultMaxResults = 50_000
 	DefaultMaxNodes   = 4_000_000
 	DefaultMaxDepth   = 1000
 )

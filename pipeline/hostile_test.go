@@ -40,8 +40,8 @@ func TestHostileOutputLimits(t *testing.T) {
 		lim  OutputLimits
 		want string
 	}{
-		{[]string{"results", "1000000"}, OutputLimits{}, "output has more than 100000 results (KPTR_FN_MAX_RESULTS)"},
-		{[]string{"items", "200000"}, OutputLimits{}, "output has more than 100000 items (KPTR_FN_MAX_ITEMS)"},
+		{[]string{"results", "1000000"}, OutputLimits{}, "output has more than 50000 results (KPTR_FN_MAX_RESULTS)"},
+		{[]string{"items", "200000"}, OutputLimits{}, "output has more than 50000 items (KPTR_FN_MAX_ITEMS)"},
 		{[]string{"items", "200"}, OutputLimits{MaxItems: 100}, "output has more than 100 items (KPTR_FN_MAX_ITEMS)"},
 		{[]string{"results", "200"}, OutputLimits{MaxResults: 100}, "output has more than 100 results (KPTR_FN_MAX_RESULTS)"},
 		{[]string{"deep", "1500"}, OutputLimits{}, "output has more than 1000 levels of nesting"},
