@@ -291,12 +291,17 @@ func dockerCLIOutput(l string) bool {
 // reported in the words docker and podman use ("No such image", "image not
 // known"); other causes as they are.
 func runtimeFailure(image string, err error) string {
+	cause := err
+	var ce *cache.Error
+	if errors.As(err, &ce) {
+		cause = ce.Err // without the image name the message already starts with
+	}
 	var te *transport.Error
 	switch {
 	case errors.Is(err, cache.ErrNotCached):
-		return fmt.Sprintf("Error: No such image: %s: image not known locally (%v)", image, err)
+		return fmt.Sprintf("Error: No such image: %s: image not known: %v", image, cause)
 	case errors.As(err, &te) && (te.StatusCode == 404 || hasDiagnostic(te, transport.ManifestUnknownErrorCode, transport.NameUnknownErrorCode)):
-		return fmt.Sprintf("Error: No such image: %s: image not known: it does not exist in the registry (%v)", image, err)
+		return fmt.Sprintf("Error: No such image: %s: image not known: the registry does not have it: %v", image, cause)
 	}
 	return err.Error()
 }
