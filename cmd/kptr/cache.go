@@ -79,7 +79,8 @@ func shortDigest(d v1.Hash) string {
 
 func init() {
 	register(&command{name: "cache pull", summary: "pull and unpack images into the cache", run: runCachePull})
-	register(&command{name: "cache ls", summary: "list cached images", run: runCacheLs})
+	register(&command{name: "cache ls", summary: "list cached images; with IMAGE arguments, whether each is cached (docker image inspect)", run: runCacheLs})
+	register(&command{name: "cache tag", summary: "give a cached image another name, offline (docker tag SRC DST)", run: runCacheTag})
 	register(&command{name: "cache prune", summary: "remove cached images by size or age (LRU first)", run: runCachePrune})
 	register(&command{name: "cache verify", summary: "re-hash every blob and rootfs; --repair removes what is corrupt", run: runCacheVerify})
 	register(&command{name: "cache import", summary: "import OCI layouts, OCI or docker-archive tarballs", run: runCacheImport})
@@ -134,8 +135,8 @@ func reported(err error) error {
 	return &exitError{code: exitCodeOf(err), err: errReported}
 }
 
-func runCacheLs(ctx context.Context, g *globals, args []string) error {
-	fs := g.flagSet("cache ls", "[--json]")
+func runCacheLs(ctx context.Context, g *globals, args []string) (err error) {
+	fs := g.flagSet("cache ls", "[--json] [IMAGE...]")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := g.parse(fs, args); err != nil {
 		return err
@@ -145,9 +146,29 @@ func runCacheLs(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	defer c.Close()
-	list, err := c.List(ctx)
-	if err != nil {
-		return err
+	var list []cache.Image
+	var missing error
+	if fs.NArg() == 0 {
+		if list, err = c.List(ctx); err != nil {
+			return err
+		}
+	}
+	// with IMAGE arguments: only those, and exit code 1 when one is not
+	// cached, as `docker image inspect` answers from docker's store
+	for _, ref := range fs.Args() {
+		im, ok, err := c.Present(ctx, ref)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			fmt.Fprintf(g.stderr, "Error: No such image: %s\n", ref)
+			missing = withCode(exitFunction, errReported)
+			continue
+		}
+		list = append(list, im)
+	}
+	if missing != nil {
+		defer func() { err = missing }()
 	}
 	if *asJSON {
 		enc := json.NewEncoder(g.stdout)
@@ -176,6 +197,22 @@ func runCacheLs(ctx context.Context, g *globals, args []string) error {
 		}
 	}
 	return tw.Flush()
+}
+
+func runCacheTag(ctx context.Context, g *globals, args []string) error {
+	fs := g.flagSet("cache tag", "SRC DST")
+	if err := g.parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 2 {
+		return usageError("expected SRC and DST, got %d argument(s)", fs.NArg())
+	}
+	c, err := g.openCache(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return c.Tag(ctx, fs.Arg(0), fs.Arg(1))
 }
 
 func orDash(s string) string {
