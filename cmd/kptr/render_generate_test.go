@@ -139,7 +139,7 @@ func generateIn(t *testing.T, dir string, env map[string]string) (code int, stdo
 	t.Helper()
 	var out, errb bytes.Buffer
 	g := newGlobals(nil, &out, &errb, envMap(env))
-	err := runGenerate(context.Background(), g, []string{dir})
+	err := execIn(context.Background(), g, "generate", dir)
 	if err != nil {
 		code = exitCodeOf(err)
 		if code == 0 {
@@ -341,7 +341,7 @@ func TestPrewarmPullsOnceThenNothingAndExports(t *testing.T) {
 	run := func(args ...string) (string, string) {
 		var out, errb bytes.Buffer
 		g := newGlobals(nil, &out, &errb, envMap(env))
-		if err := runPrewarm(context.Background(), g, args); err != nil {
+		if err := execIn(context.Background(), g, append([]string{"prewarm"}, args...)...); err != nil {
 			t.Fatalf("prewarm %v: %v\n%s", args, err, errb.String())
 		}
 		return out.String(), errb.String()
