@@ -74,6 +74,17 @@ Exit codes: 0 ok, 1 a function or validation failed, 2 usage or input error,
 		g.doctorCmd(),
 		g.versionCmd(),
 	)
+	// cobra's completion command (bash, zsh, fish, powershell), made a group
+	// like the others: an unknown shell is a usage error. (It keeps the
+	// writer it is made with.)
+	root.SetOut(g.stdout)
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			c.Args = unknownCommand
+			c.RunE = func(c *cobra.Command, _ []string) error { return helpAsUsageError(c) }
+		}
+	}
 	return root
 }
 
