@@ -225,9 +225,10 @@ func (g *globals) cacheLsCmd() *cobra.Command {
 		Use:   "ls",
 		Short: "List cached images",
 		Long: `List every cached image: its references, digest, platform, size, when a
-render, eval, generate or pull last used it (LAST USED, recorded to the
-minute; prune's least-recently-used order) and whether it is unpacked or held
-by a running kptr.`,
+function run (render, eval, generate) last used it (LAST USED, to the minute;
+"never" for an image only pulled, imported or prewarmed so far) and whether
+it is unpacked or held by a running kptr. prune's age and least-recently-used
+order count from the later of the last run and the last pull or resolve.`,
 		Example: `  kptr cache ls
   kptr cache ls --json | jq -r '.[].Refs[]'`,
 		Args: noArgs,
@@ -264,13 +265,21 @@ by a running kptr.`,
 				refs = []string{"<none>"}
 			}
 			for _, r := range refs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r, shortDigest(im.Digest), orDash(im.Platform), humanBytes(im.Bytes), im.LastUsed.Local().Format(time.DateTime), state)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r, shortDigest(im.Digest), orDash(im.Platform), humanBytes(im.Bytes), lastRun(im), state)
 			}
 		}
 		return tw.Flush()
 	})
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
+}
+
+// lastRun is when a function run last used im, to the minute, or "never".
+func lastRun(im cache.Image) string {
+	if im.LastRun.IsZero() {
+		return "never"
+	}
+	return im.LastRun.Local().Format("2006-01-02 15:04")
 }
 
 func orDash(s string) string {

@@ -83,6 +83,7 @@ func (l *lazyEnv) Run(ctx context.Context, b cache.Bundle, inv runtime.Invocatio
 		l.cause.note(err)
 		return runtime.Result{}, err
 	}
+	l.c.MarkRun(b) // cache ls's LAST USED: the last run, not the last pull
 	res, err := l.r.Run(ctx, b, inv)
 	l.cause.note(err)
 	return res, err
