@@ -248,13 +248,3 @@ func noArgs(c *cobra.Command, args []string) error {
 	}
 	return nil
 }
-
-// maxArgs refuses more than n positional arguments, naming what they are.
-func maxArgs(n int, what string) cobra.PositionalArgs {
-	return func(c *cobra.Command, args []string) error {
-		if len(args) > n {
-			return usageError("expected at most %d %s, got %d: %q", n, what, len(args), strings.Join(args, " "))
-		}
-		return nil
-	}
-}

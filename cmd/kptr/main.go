@@ -13,7 +13,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -115,10 +114,4 @@ func (g *globals) execute(ctx context.Context, args []string) (*cobra.Command, e
 		cmd = root
 	}
 	return cmd, err
-}
-
-// firstLine is the first line of a message cobra made multi-line.
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
-	return s
 }
