@@ -127,6 +127,8 @@ func exitCases(f exitFixtures) []exitCase {
 		{"environment", []string{"cache", "verify"}, cacheFile, 3, -1, f.cacheFile},
 		{"usage", []string{"cache", "import"}, nil, 2, 1, "kptr cache import: name at least one source"},
 		{"input", []string{"cache", "import", f.missing}, nil, 2, -1, "kptr cache import: stat " + f.missing},
+		{"input", []string{"cache", "import", f.file}, nil, 2, -1, "not a complete tarball"},
+		{"input", []string{"cache", "import", f.existing}, nil, 2, -1, "neither an OCI image layout nor a docker archive"},
 		{"usage", []string{"cache", "export", "x"}, nil, 2, 1, "kptr cache export: need -o DEST and at least one image"},
 		{"environment", []string{"cache", "export", "-o", f.missing, "x"}, cacheFile, 3, -1, f.cacheFile},
 
