@@ -81,6 +81,12 @@ Exit codes: 0 ok, 1 a function or validation failed, 2 usage or input error,
 	root.InitDefaultCompletionCmd()
 	for _, c := range root.Commands() {
 		if c.Name() == "completion" {
+			c.Example = `  # bash, this shell only (add it to ~/.bashrc to keep it)
+  source <(kptr completion bash)
+
+  # zsh, fish
+  kptr completion zsh > "${fpath[1]}/_kptr"
+  kptr completion fish > ~/.config/fish/completions/kptr.fish`
 			c.Args = unknownCommand
 			c.RunE = func(c *cobra.Command, _ []string) error { return helpAsUsageError(c) }
 		}

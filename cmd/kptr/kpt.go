@@ -28,7 +28,8 @@ func (g *globals) kptRoot() *cobra.Command {
 		Use:   "kpt",
 		Short: "Kpt Packaging Tool",
 		Long:  kptDocs["kpt"].long,
-		Args:  unknownCommand,
+		// Args unset: cobra's own check of the root, as in kpt, refuses an
+		// unknown command before any flag (`kpt frob --help` exits 1).
 		// kpt alone shows its help and exits 0, as kpt does.
 		Run:           func(c *cobra.Command, _ []string) { c.SetOut(c.ErrOrStderr()); _ = c.Help() },
 		SilenceErrors: true,
@@ -112,6 +113,9 @@ func kptExit(g *globals, err error) int {
 	case errors.Is(err, errReported):
 	case errors.As(err, &pe):
 		fmt.Fprintf(g.stderr, "error: %s\n", pe.Error())
+	case strings.HasPrefix(err.Error(), "unknown command "):
+		// cobra's refusal of an unknown command, printed as kpt does
+		fmt.Fprintf(g.stderr, "error: %s\n", err)
 	default:
 		fmt.Fprintf(g.stderr, "Error: %s \n", err)
 	}
