@@ -67,7 +67,7 @@ Exit codes: 0 ok, 1 a function or validation failed, 2 usage or input error,
 	root.SilenceErrors, root.SilenceUsage = true, true
 	root.AddCommand(
 		g.fnCmd(),
-		g.renderCmd("render", "Render a package in place (short for kptr fn render)"),
+		g.renderCmd("render", "Render a package (short for kptr fn render)"),
 		g.cacheCmd(),
 		g.prewarmCmd(),
 		g.generateCmd(),
