@@ -386,6 +386,8 @@ func (r *renderer) invoke(st *fnStep, in io.Reader) (runtime.Result, error) {
 	}
 	if b.Pulled > 0 {
 		r.pulled += b.Pulled
+	}
+	if b.Pulled > 0 && !r.opts.KptTranscript {
 		r.pr.printf("  Pulled in %v\n", b.Pulled.Truncate(100*time.Millisecond))
 	}
 	return r.opts.Runner.Run(r.ctx, b, inv)

@@ -5,28 +5,35 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/kptr-dev/kptr/runtime"
 )
 
-func init() {
-	register(&command{
-		name:    "doctor",
-		summary: "check what the function sandbox needs here, and how to fix what is missing",
-		run:     runDoctor,
-	})
+func (g *globals) doctorCmd() *cobra.Command {
+	return g.command(&cobra.Command{
+		Use:   "doctor",
+		Short: "Check what the function sandbox needs here, and how to fix what is missing",
+		Long: `Probe every prerequisite of kptr's sandbox in the current environment (user
+namespaces, mounting /proc, a network namespace, overlayfs, cgroups, seccomp)
+and print one line per probe, with the pod securityContext or node setting
+that fixes each failed or degraded one. Run it in the Argo CD sidecar, in a CI
+job or on a laptop where functions refuse to start.
+
+Exit 0 when the sandbox works (possibly degraded), 3 when it cannot run: kptr
+then refuses to run function images unless --sandbox=none is set.`,
+		Example: `  kptr doctor
+
+  # as the Argo CD sidecar runs it
+  kubectl -n argocd exec deploy/argocd-repo-server -c kptr -- kptr doctor`,
+		Args: noArgs,
+	}, 0, g.runDoctor)
 }
 
 // runDoctor probes every sandbox prerequisite in the current environment and
 // prints one line per probe, with the pod securityContext or node setting
 // that fixes each failed or degraded one. Exit 3 when the sandbox cannot run.
-func runDoctor(_ context.Context, g *globals, args []string) error {
-	fs := g.flagSet("doctor", "")
-	if err := g.parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError("doctor takes no arguments")
-	}
+func (g *globals) runDoctor(context.Context, *cobra.Command, []string) error {
 	results, feat := runtime.Probe()
 	w := g.stdout
 	for _, r := range results {

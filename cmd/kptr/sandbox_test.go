@@ -103,6 +103,9 @@ func TestMayRunFunctions(t *testing.T) {
 	for args, want := range map[string]bool{
 		"kptr":                false,
 		"kptr version":        false,
+		"kptr --version":      false,
+		"kptr completion zsh": false,
+		"kptr __complete fn ": false,
 		"kptr cache ls":       false,
 		"kptr doctor":         false,
 		"kptr prewarm .":      false,
