@@ -337,4 +337,3 @@ func makeRunDir(dir string, uid, gid int) error {
 	}
 	return nil
 }
-
