@@ -31,8 +31,9 @@ import (
 //   - The function reads and executes only beneath the image's rootfs and
 //     reads and writes only beneath its private run directory ($HOME and
 //     $TMPDIR point there; removed after the run), plus /dev/null,
-//     /dev/zero and /dev/urandom; everything else of the host's file
-//     system is denied by Landlock, including /proc.
+//     /dev/zero and /dev/urandom, and its main process its own /proc/<pid>;
+//     everything else of the host's file system is denied by Landlock,
+//     including the rest of /proc.
 //   - No network unless Invocation.Network: socket(2) for any family but
 //     AF_UNIX fails (seccomp), TCP bind and connect are denied (Landlock
 //     ABI 4, Linux 6.7).
@@ -219,6 +220,7 @@ func (l *Landlock) plan(b cache.Bundle, inv Invocation, runDir string) (confineS
 			DevRW:     []string{"/dev/null"},
 			DevRead:   []string{"/dev/zero", "/dev/urandom"},
 			Network:   inv.Network,
+			OwnProc:   true,
 		},
 		NoFile: l.limits.NoFile, FSize: uint64(max(l.limits.TmpSize, 0)), Pids: uint64(max(l.limits.Pids, 0)),
 	}

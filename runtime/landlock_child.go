@@ -240,6 +240,13 @@ func applyConfinement(spec confineSpec) error {
 		return fmt.Errorf("working directory: %w", err)
 	}
 	if spec.UID >= 0 {
+		// kptr is root: empty the bounding set, then become the function's
+		// uid (which clears every other capability set).
+		for c := 0; c <= unix.CAP_LAST_CAP; c++ {
+			if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+				return fmt.Errorf("drop capability %d from the bounding set: %w", c, err)
+			}
+		}
 		// This thread only (raw calls): it is the one that executes.
 		if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, 0, 0, 0); e != 0 {
 			return fmt.Errorf("setgroups: %w", e)

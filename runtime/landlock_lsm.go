@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"os"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -77,6 +78,9 @@ type landlockPolicy struct {
 	DevRW     []string // files (devices) that may be read and written
 	DevRead   []string // files that may be read
 	Network   bool     // leave TCP alone (Invocation.Network)
+	// OwnProc lets the process read its own /proc/<pid> (status, fd, maps;
+	// the pid is the caller's, which execve keeps), not its children's.
+	OwnProc bool
 }
 
 // restrictSelf applies p to the calling thread (and, once it calls execve,
@@ -120,6 +124,11 @@ func (p landlockPolicy) restrictSelf(abi int) error {
 		rights uint64
 	}{{p.ReadExec, rightsRX}, {p.ReadWrite, rw}, {p.DevRW, rightsFileRW}, {p.DevRead, unix.LANDLOCK_ACCESS_FS_READ_FILE}} {
 		if err := add(r.paths, r.rights); err != nil {
+			return err
+		}
+	}
+	if p.OwnProc {
+		if err := addPathRule(rs, fmt.Sprintf("/proc/%d", os.Getpid()), unix.LANDLOCK_ACCESS_FS_READ_FILE|unix.LANDLOCK_ACCESS_FS_READ_DIR); err != nil {
 			return err
 		}
 	}
