@@ -136,7 +136,7 @@ func ProbeLandlock(stateDir string) []ProbeResult {
 		return out
 	}
 	add(ProbeResult{Name: "confine", Status: StatusOK, Detail: "no_new_privs, Landlock and the seccomp filter applied in a child: host files and AF_INET refused"})
-	add(ProbeResult{Name: "image-paths", Status: StatusDegraded,
+	add(ProbeResult{Name: "paths", Status: StatusDegraded,
 		Detail: "the image is not the function's root: absolute paths resolve against the host and are denied, so functions that read their own image's files by absolute path (or run another of its programs) fail; memory limit not enforced",
 		Fix:    "the namespace tier (kptr doctor's first section says what it needs)"})
 	return out

@@ -63,7 +63,7 @@ func (g *globals) flagSet(name, usage string) *pflag.FlagSet {
 	fs.StringVar(&g.pullPolicy, "image-pull-policy", envOr(env("KPTR_IMAGE_PULL_POLICY"), "IfNotPresent"), "Always, IfNotPresent or Never (KPTR_IMAGE_PULL_POLICY)")
 	fs.StringVar(&g.imagePrefix, "image-prefix", envOr(env("KPT_IMAGE_PREFIX"), "ghcr.io/kptdev/krm-functions-catalog/"), "prefix for image names without a '/' (KPT_IMAGE_PREFIX)")
 	fs.DurationVar(&g.fnTimeout, "fn-timeout", envDuration(env("KPTR_FN_TIMEOUT"), 5*time.Minute), "time limit of one function run (KPTR_FN_TIMEOUT)")
-	fs.StringVar(&g.sandbox, "sandbox", envOr(env("KPTR_SANDBOX"), "auto"), "auto (refuse to run without a working sandbox) or none (run functions unsandboxed) (KPTR_SANDBOX)")
+	fs.StringVar(&g.sandbox, "sandbox", envOr(env("KPTR_SANDBOX"), "auto"), "auto (the namespace tier, else the landlock tier, else refuse), namespace, landlock, or none (run functions unsandboxed) (KPTR_SANDBOX)")
 	fs.StringVar(&g.logLevel, "log-level", envOr(env("KPTR_LOG_LEVEL"), "info"), "debug, info, warn or error (KPTR_LOG_LEVEL)")
 	fs.StringVar(&g.progress, "progress", envOr(env("KPTR_PROGRESS"), "auto"), "auto (bars on a terminal), plain (log lines) or none (KPTR_PROGRESS)")
 	fs.VisitAll(func(f *pflag.Flag) { fs.SetAnnotation(f.Name, globalFlag, nil) })
@@ -173,9 +173,9 @@ func (g *globals) checkSettings(fs *pflag.FlagSet) error {
 		}
 	}
 	switch g.sandbox {
-	case "auto", "none", "":
+	case sandboxAuto, sandboxNamespace, sandboxLandlock, sandboxNone, "":
 	default:
-		return usageError("%s: want auto or none, got %q", from("sandbox", "KPTR_SANDBOX"), g.sandbox)
+		return usageError("%s: want %s, got %q", from("sandbox", "KPTR_SANDBOX"), sandboxModes, g.sandbox)
 	}
 	switch g.progress {
 	case "auto", "plain", "none", "":
