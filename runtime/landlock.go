@@ -17,6 +17,7 @@ import (
 	"time"
 
 	securejoin "github.com/cyphar/filepath-securejoin"
+	"golang.org/x/sys/unix"
 
 	"github.com/kptr-dev/kptr/cache"
 )
@@ -106,10 +107,18 @@ func (l *Landlock) ABI() int { return l.abi }
 func ProbeLandlock(stateDir string) []ProbeResult {
 	var out []ProbeResult
 	add := func(r ProbeResult) { out = append(out, r) }
-	abi := landlockABI()
+	abi, err := landlockVersion()
 	if abi < abiFS {
-		add(ProbeResult{Name: "landlock", Status: StatusFailed, Detail: "Landlock is not available in this kernel (needs Linux ≥ 5.13 with CONFIG_SECURITY_LANDLOCK and landlock in lsm=)",
-			Fix: "a kernel with Landlock enabled (most distribution kernels since 2022: Ubuntu ≥ 22.04, Debian ≥ 12, Fedora, Amazon Linux 2023, Bottlerocket, COS ≥ 105)"})
+		d, fix := "Landlock unavailable: landlock_create_ruleset: "+err.Error(), fixLandlockKernel
+		switch {
+		case errors.Is(err, unix.EOPNOTSUPP):
+			d += " (built into the kernel but not enabled: landlock missing from the lsm= boot parameter)"
+			fix = "node: add landlock to the kernel's lsm= boot parameter"
+		case errors.Is(err, unix.ENOSYS):
+			d += " (a kernel without Landlock, or a seccomp profile that refuses the landlock_* calls: containers-common's before 2022)"
+			fix = fixLandlockKernel + "; pod: a seccomp profile allowing landlock_create_ruleset, landlock_add_rule, landlock_restrict_self (containerd's, Docker's and current CRI-O's defaults do)"
+		}
+		add(ProbeResult{Name: "landlock", Status: StatusFailed, Detail: d, Fix: fix})
 		return out
 	}
 	add(ProbeResult{Name: "landlock", Status: StatusOK, Detail: fmt.Sprintf("Landlock ABI %d (Linux ≥ %s): file system confined to the image (read, execute) and a private run directory (read, write)", abi, landlockKernel[min(abi, 7)])})
@@ -141,6 +150,8 @@ func ProbeLandlock(stateDir string) []ProbeResult {
 		Fix:    "the namespace tier (kptr doctor's first section says what it needs)"})
 	return out
 }
+
+const fixLandlockKernel = "a kernel ≥ 5.13 with Landlock enabled (most distribution kernels since 2022: Ubuntu ≥ 22.04, Debian ≥ 12, Fedora, Amazon Linux 2023, Bottlerocket, COS ≥ 105)"
 
 // probeConfinement runs the landlock probe child with a scratch directory.
 func probeConfinement(stateDir string) error {

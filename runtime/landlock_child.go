@@ -142,6 +142,12 @@ func launcherMain() {
 // its children to the launcher (the subreaper), which kills them in the
 // next round; a fork bomb is bounded by RLIMIT_NPROC.
 func killDescendants(ended <-chan struct{}) {
+	// Usually the function left nothing: the reaper sees ECHILD at once.
+	select {
+	case <-ended:
+		return
+	case <-time.After(200 * time.Microsecond):
+	}
 	for {
 		for _, pid := range childrenOf(os.Getpid()) {
 			_ = unix.Kill(pid, unix.SIGKILL)
@@ -154,8 +160,31 @@ func killDescendants(ended <-chan struct{}) {
 	}
 }
 
-// childrenOf lists the processes whose parent is pid (from /proc/*/stat).
+// childrenOf lists the children of process pid: from the children files of
+// its threads (/proc/PID/task/*/children: children and reparented orphans
+// attach to one of its threads), else by the parent field of every
+// /proc/*/stat (kernels without CONFIG_PROC_CHILDREN).
 func childrenOf(pid int) []int {
+	self := "/proc/" + strconv.Itoa(pid)
+	if tasks, err := os.ReadDir(self + "/task"); err == nil {
+		var out []int
+		ok := true
+		for _, t := range tasks {
+			b, err := os.ReadFile(self + "/task/" + t.Name() + "/children")
+			if err != nil {
+				ok = false
+				break
+			}
+			for _, f := range strings.Fields(string(b)) {
+				if n, err := strconv.Atoi(f); err == nil {
+					out = append(out, n)
+				}
+			}
+		}
+		if ok {
+			return out
+		}
+	}
 	des, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil

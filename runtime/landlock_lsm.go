@@ -17,11 +17,19 @@ import (
 // landlockABI is the running kernel's Landlock ABI version: 0 when Landlock
 // is not built in or not enabled (lsm=), else 1 (Linux 5.13) and up.
 func landlockABI() int {
+	v, _ := landlockVersion()
+	return v
+}
+
+// landlockVersion is landlockABI with the kernel's answer when it is 0:
+// EOPNOTSUPP (built in, disabled at boot) or ENOSYS (not built in, or a
+// seccomp profile refuses the call).
+func landlockVersion() (int, error) {
 	v, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
 	if errno != 0 {
-		return 0
+		return 0, errno
 	}
-	return int(v)
+	return int(v), nil
 }
 
 // What each Landlock ABI version added that the tier uses, and the first

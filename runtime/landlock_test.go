@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
@@ -122,4 +123,14 @@ func TestLandlockEntrypointErrors(t *testing.T) {
 	if f := facts(string(res.Stdout)); err != nil || !strings.Contains(f["/etc/hostname"], "permission denied") {
 		t.Errorf("absolute path of an image file: %v %q", err, res.Stdout)
 	}
+}
+
+// When kptr is SIGKILLed mid-run, the launcher (parent-death signal) ends
+// every process of the run, also a child in its own session that ignores
+// SIGTERM.
+func TestLandlockFunctionDiesWithKptr(t *testing.T) {
+	diesWithKptr(t, "TestLandlockFunctionDiesWithKptr", func(marker string) {
+		_, err := landlock(t).Run(context.Background(), bundle(t, "forksleep", marker), Invocation{Timeout: time.Minute})
+		t.Fatalf("the run ended: %v", err)
+	})
 }
