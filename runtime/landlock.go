@@ -240,8 +240,10 @@ func (l *Landlock) plan(b cache.Bundle, inv Invocation, runDir string) (confineS
 			return confineSpec{}, fmt.Errorf("uid %d:%d is outside the range functions run as", proc.UID, proc.GID)
 		}
 		spec.UID, spec.GID = rootHostIDBase+proc.UID, rootHostIDBase+proc.GID
-		if !worldTraversable(rootfs) {
-			return confineSpec{}, fmt.Errorf("the image's rootfs %s is not reachable by other users: as root the landlock tier runs functions as an unprivileged uid, which must traverse the cache directory's path (make it o+x)", rootfs)
+		for what, dir := range map[string]string{"the image's rootfs": rootfs, "the run-state directory": l.stateDir} {
+			if !worldTraversable(dir) {
+				return confineSpec{}, fmt.Errorf("%s %s is not reachable by other users: as root the landlock tier runs functions as an unprivileged uid, which must traverse its path (make it o+x)", what, dir)
+			}
 		}
 	}
 	return spec, nil
