@@ -101,4 +101,3 @@ func escapeReport(t *testing.T, pkg string) map[string]string {
 	t.Fatalf("no escape-report in the rendered package:\n%s", strings.Join(all, "---\n"))
 	return nil
 }
-
