@@ -53,6 +53,9 @@ import (
 //     run, as does the function's main process exiting: a subreaper
 //     launcher SIGKILLs and reaps them all.
 //
+// With Invocation.Network the host's /etc/resolv.conf, /etc/hosts and
+// /etc/nsswitch.conf are readable too (name resolution).
+//
 // What it cannot promise: the image is not the root, so absolute paths in
 // the function resolve against the host's root (and Landlock denies them):
 // a function that reads its own image's files by absolute path (or starts
@@ -234,6 +237,15 @@ func (l *Landlock) plan(b cache.Bundle, inv Invocation, runDir string) (confineS
 			OwnProc:   true,
 		},
 		NoFile: l.limits.NoFile, FSize: uint64(max(l.limits.TmpSize, 0)), Pids: uint64(max(l.limits.Pids, 0)),
+	}
+	if inv.Network {
+		// As the namespace tier binds the host's resolv.conf into a
+		// networked run: name resolution by the host's configuration.
+		for _, f := range []string{"/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf"} {
+			if fi, err := os.Stat(f); err == nil && fi.Mode().IsRegular() {
+				spec.Policy.DevRead = append(spec.Policy.DevRead, f)
+			}
+		}
 	}
 	if l.root {
 		if proc.UID >= rootHostIDSize || proc.GID >= rootHostIDSize {

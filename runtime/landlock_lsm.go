@@ -84,7 +84,7 @@ type landlockPolicy struct {
 	ReadExec  []string // directories beneath which files may be read and executed
 	ReadWrite []string // directories beneath which anything but execute is allowed
 	DevRW     []string // files (devices) that may be read and written
-	DevRead   []string // files that may be read
+	DevRead   []string // files that may be read (devices, the host's resolver configuration)
 	Network   bool     // leave TCP alone (Invocation.Network)
 	// OwnProc lets the process read its own /proc/<pid> (status, fd, maps;
 	// the pid is the caller's, which execve keeps), not its children's.

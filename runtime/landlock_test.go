@@ -134,3 +134,19 @@ func TestLandlockFunctionDiesWithKptr(t *testing.T) {
 		t.Fatalf("the run ended: %v", err)
 	})
 }
+
+// A networked run resolves names by the host's configuration (as the
+// namespace tier binds the host's resolv.conf); without the network it is
+// denied like every host file.
+func TestLandlockResolverConfigOnlyWithNetwork(t *testing.T) {
+	if _, err := os.Stat("/etc/resolv.conf"); err != nil {
+		t.Skip("no /etc/resolv.conf here")
+	}
+	for _, network := range []bool{false, true} {
+		res, err := landlock(t).Run(context.Background(), bundle(t, "read", "/etc/resolv.conf"), Invocation{Network: network})
+		got := facts(string(res.Stdout))["/etc/resolv.conf"]
+		if err != nil || strings.HasPrefix(got, "readable") != network {
+			t.Errorf("network %v: %v %q", network, err, got)
+		}
+	}
+}
