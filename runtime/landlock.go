@@ -43,7 +43,10 @@ import (
 //     kptr's uid (NewLandlock's probes say so).
 //   - seccomp refuses ptrace, mount and namespace calls (clone with
 //     namespace flags, clone3, unshare, setns), keyrings, bpf, io_uring,
-//     perf_event_open and the rest of the namespace tier's list;
+//     perf_event_open and the rest of the namespace tier's list, and, when
+//     the function's uid owns the cached image, the calls that change a
+//     file's mode, owner, times or extended attributes (Landlock does not
+//     govern them);
 //     no_new_privs; a new session; oom_score_adj 1000; RLIMIT_NPROC,
 //     RLIMIT_NOFILE, RLIMIT_FSIZE and RLIMIT_CORE. When kptr is root the
 //     function runs as host uid rootHostIDBase+its image uid, never root.
@@ -238,6 +241,11 @@ func (l *Landlock) plan(b cache.Bundle, inv Invocation, runDir string) (confineS
 		},
 		NoFile: l.limits.NoFile, FSize: uint64(max(l.limits.TmpSize, 0)), Pids: uint64(max(l.limits.Pids, 0)),
 	}
+	var st unix.Stat_t
+	if err := unix.Stat(rootfs, &st); err != nil {
+		return confineSpec{}, err
+	}
+	spec.NoMetadata = !l.root && int(st.Uid) == os.Geteuid()
 	if inv.Network {
 		// As the namespace tier binds the host's resolv.conf into a
 		// networked run: name resolution by the host's configuration.

@@ -53,6 +53,8 @@ type confineSpec struct {
 	UID, GID int
 	// NoFile and FSize are RLIMIT_NOFILE and RLIMIT_FSIZE (0: unchanged).
 	NoFile, FSize uint64
+	// NoMetadata refuses metadataCalls: the function's uid owns the image.
+	NoMetadata bool
 	// Pids bounds the processes the function may add to those its uid
 	// already has (RLIMIT_NPROC counts per uid, not per run).
 	Pids uint64
@@ -297,7 +299,7 @@ func applyConfinement(spec confineSpec) error {
 	if err := spec.Policy.restrictSelf(spec.ABI); err != nil {
 		return err
 	}
-	return loadSeccomp(spec.Policy.Network)
+	return loadSeccomp(spec.Policy.Network, spec.NoMetadata)
 }
 
 // lowerRlimit sets both limits of res to v unless they are lower already (an

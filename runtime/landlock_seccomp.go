@@ -16,14 +16,25 @@ import (
 // file descriptors.
 var extraDenied = []string{"io_uring_setup", "io_uring_enter", "io_uring_register", "pidfd_getfd", "open_tree_attr"}
 
+// metadataCalls change a file's mode, owner, times or extended attributes:
+// Landlock does not govern them, so where the function's uid owns the
+// cached image (kptr unprivileged: the cache is the sidecar's), they are
+// refused (EPERM) so that a run cannot chmod, chown, touch or tag the cache.
+// A function then cannot change these in its own run directory either.
+var metadataCalls = []string{
+	"chmod", "fchmod", "fchmodat", "fchmodat2", "chown", "fchown", "fchownat", "lchown",
+	"setxattr", "lsetxattr", "fsetxattr", "setxattrat", "removexattr", "lremovexattr", "fremovexattr", "removexattrat",
+	"utime", "utimes", "utimensat", "futimesat",
+}
+
 // seccompFilter builds the landlock tier's classic-BPF seccomp program:
 // calls of another architecture kill the process; deniedSyscalls and
-// extraDenied fail with EPERM; clone with any namespace flag fails with
+// extraDenied (and, with noMetadata, metadataCalls) fail with EPERM; clone with any namespace flag fails with
 // EPERM and clone3 (whose flags live in memory a filter cannot read) with
 // ENOSYS so libc falls back to clone, as Docker's profile does; unless
 // network is allowed, socket(2) for any family but AF_UNIX fails with
 // EAFNOSUPPORT. Everything else is allowed.
-func seccompFilter(network bool) []unix.SockFilter {
+func seccompFilter(network, noMetadata bool) []unix.SockFilter {
 	const (
 		offNr   = 0
 		offArch = 4
@@ -51,7 +62,11 @@ func seccompFilter(network bool) []unix.SockFilter {
 	if x32Bit != 0 {
 		p = append(p, jump(jge, x32Bit, 0, 1), errno(unix.EPERM))
 	}
-	for _, name := range append(append([]string(nil), deniedSyscalls...), extraDenied...) {
+	denied := append(append([]string(nil), deniedSyscalls...), extraDenied...)
+	if noMetadata {
+		denied = append(denied, metadataCalls...)
+	}
+	for _, name := range denied {
 		if nr, ok := sysnums[name]; ok {
 			p = append(p, jump(jeq, nr, 0, 1), errno(unix.EPERM))
 		}
@@ -82,8 +97,8 @@ func seccompFilter(network bool) []unix.SockFilter {
 
 // loadSeccomp installs the filter on the calling thread (no_new_privs must
 // be set); the program it executes keeps it.
-func loadSeccomp(network bool) error {
-	f := seccompFilter(network)
+func loadSeccomp(network, noMetadata bool) error {
+	f := seccompFilter(network, noMetadata)
 	prog := unix.SockFprog{Len: uint16(len(f)), Filter: &f[0]}
 	if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&prog))); errno != 0 {
 		return fmt.Errorf("seccomp: %w", errno)

@@ -2,7 +2,7 @@ package runtime
 
 import "golang.org/x/sys/unix"
 
-// sysnums maps the names in deniedSyscalls and extraDenied to this
+// sysnums maps the names in deniedSyscalls, extraDenied and metadataCalls to this
 // architecture's numbers; a name missing here is not a system call on arm64.
 var sysnums = map[string]uint32{
 	"acct":              unix.SYS_ACCT,
@@ -58,6 +58,20 @@ var sysnums = map[string]uint32{
 	"io_uring_register": unix.SYS_IO_URING_REGISTER,
 	"pidfd_getfd":       unix.SYS_PIDFD_GETFD,
 	"open_tree_attr":    unix.SYS_OPEN_TREE_ATTR,
+	"fchmod":            unix.SYS_FCHMOD,
+	"fchmodat":          unix.SYS_FCHMODAT,
+	"fchmodat2":         unix.SYS_FCHMODAT2,
+	"fchown":            unix.SYS_FCHOWN,
+	"fchownat":          unix.SYS_FCHOWNAT,
+	"setxattr":          unix.SYS_SETXATTR,
+	"lsetxattr":         unix.SYS_LSETXATTR,
+	"fsetxattr":         unix.SYS_FSETXATTR,
+	"setxattrat":        unix.SYS_SETXATTRAT,
+	"removexattr":       unix.SYS_REMOVEXATTR,
+	"lremovexattr":      unix.SYS_LREMOVEXATTR,
+	"fremovexattr":      unix.SYS_FREMOVEXATTR,
+	"removexattrat":     unix.SYS_REMOVEXATTRAT,
+	"utimensat":         unix.SYS_UTIMENSAT,
 }
 
 // auditArch is the seccomp_data.arch of native calls (arm64 has no x32-like

@@ -347,7 +347,7 @@ func probeChild(steps []string) int {
 		case "seccomp":
 			// The filter a run's init loads needs no_new_privs and seccomp(2).
 			if err = unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err == nil {
-				err = loadSeccomp(false)
+				err = loadSeccomp(false, false)
 			}
 		case "pivot":
 			if mounted {

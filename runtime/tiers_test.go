@@ -86,6 +86,15 @@ func TestTiersNoWritesOutsideTheRun(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(outside, "x")); err == nil {
 			t.Errorf("a host directory was written")
 		}
+		// Metadata too: mode and times of the image, by its host path
+		// (the landlock tier) or its own path (the namespace tier).
+		chmods := []string{"/usr/local/bin/function", filepath.Join(root, "usr/local/bin/function"), filepath.Join(root, "etc")}
+		_, f = runTier(t, tr, Invocation{AsCurrentUser: true}, append([]string{"chmod"}, chmods...)...)
+		for _, p := range chmods {
+			if f[p] == "<nil>" && !(p == chmods[0] && tr.name == "namespace" && sandbox(t).Overlay() && os.Geteuid() != 0) {
+				t.Errorf("chmod %s: %q", p, f[p])
+			}
+		}
 		_, f = runTier(t, tr, Invocation{}, "token", "mine")
 		for k, v := range f {
 			if strings.HasSuffix(k, "/token") && v != "mine <nil>" {
