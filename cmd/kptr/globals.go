@@ -96,7 +96,7 @@ func (g *globals) settings() []settingGroup {
 		}},
 		{scopeRun, func(fs *pflag.FlagSet) {
 			fs.DurationVar(&g.fnTimeout, "fn-timeout", envDuration(env("KPTR_FN_TIMEOUT"), 5*time.Minute), "time limit of one function run (KPTR_FN_TIMEOUT)")
-			fs.StringVar(&g.sandbox, "sandbox", envOr(env("KPTR_SANDBOX"), "auto"), "auto (refuse to run without a working sandbox) or none (run functions unsandboxed) (KPTR_SANDBOX)")
+			fs.StringVar(&g.sandbox, "sandbox", envOr(env("KPTR_SANDBOX"), "auto"), "auto (the namespace tier, else the landlock tier, else refuse), namespace, landlock, or none (run functions unsandboxed) (KPTR_SANDBOX)")
 		}},
 		{scopeLog, func(fs *pflag.FlagSet) {
 			fs.StringVar(&g.logLevel, "log-level", envOr(env("KPTR_LOG_LEVEL"), "info"), "debug, info, warn or error (KPTR_LOG_LEVEL)")
@@ -239,12 +239,12 @@ func (g *globals) checkSettings(fs *pflag.FlagSet) error {
 		}
 	}
 	switch g.sandbox {
-	case "auto", "none", "":
+	case sandboxAuto, sandboxNamespace, sandboxLandlock, sandboxNone, "":
 	default:
 		if !on("sandbox") {
 			break
 		}
-		return usageError("%s: want auto or none, got %q", from("sandbox", "KPTR_SANDBOX"), g.sandbox)
+		return usageError("%s: want %s, got %q", from("sandbox", "KPTR_SANDBOX"), sandboxModes, g.sandbox)
 	}
 	switch g.progress {
 	case "auto", "plain", "none", "":

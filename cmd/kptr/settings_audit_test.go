@@ -45,8 +45,8 @@ func TestBadGlobalSettingsAreUsageErrorsBeforeAnyFunction(t *testing.T) {
 	}{
 		{"pull policy flag", []string{"--image-pull-policy", "Sometimes"}, nil, "--image-pull-policy: unknown image pull policy \"Sometimes\""},
 		{"pull policy variable", nil, map[string]string{"KPTR_IMAGE_PULL_POLICY": "Sometimes"}, "KPTR_IMAGE_PULL_POLICY (--image-pull-policy)"},
-		{"sandbox flag", []string{"--sandbox", "maybe"}, nil, "--sandbox: want auto or none, got \"maybe\""},
-		{"sandbox variable", nil, map[string]string{"KPTR_SANDBOX": "off"}, "KPTR_SANDBOX (--sandbox): want auto or none"},
+		{"sandbox flag", []string{"--sandbox", "maybe"}, nil, "--sandbox: want auto, namespace, landlock or none, got \"maybe\""},
+		{"sandbox variable", nil, map[string]string{"KPTR_SANDBOX": "off"}, "KPTR_SANDBOX (--sandbox): want auto, namespace, landlock or none"},
 		{"progress", []string{"--progress", "fancy"}, nil, "--progress: want auto, plain or none"},
 		{"log level", nil, map[string]string{"KPTR_LOG_LEVEL": "loud"}, "KPTR_LOG_LEVEL (--log-level)"},
 		{"timeout variable", nil, map[string]string{"KPTR_FN_TIMEOUT": "5 minutes"}, "KPTR_FN_TIMEOUT (--fn-timeout): want a duration"},
