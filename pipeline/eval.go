@@ -46,7 +46,7 @@ func Eval(ctx context.Context, dir string, fn EvalFunction, opts Options, stdin 
 		return nil, newError(err, dir, "")
 	}
 	var input []*yaml.RNode
-	var root string
+	var writer *pkgWriter
 	if dir == "-" {
 		nodes, err := (&kio.ByteReader{Reader: stdin, PreserveSeqIndent: true, WrapBareSeqNode: true}).Read()
 		if err != nil {
@@ -61,16 +61,17 @@ func Eval(ctx context.Context, dir string, fn EvalFunction, opts Options, stdin 
 		if err != nil {
 			return fail(err)
 		}
-		root = abs
-		if opts.Output != OutputMemory {
-			if err := Recover(root); err != nil {
-				return fail(err)
-			}
-		}
-		if _, err := os.Stat(root); err != nil {
+		if _, err := os.Stat(abs); err != nil {
 			return fail(err)
 		}
-		nodes, err := readTree(root)
+		// in place: locked from this read until the commit (see Render)
+		fs, w, err := openPackage(abs, opts.Output, r.pr)
+		if err != nil {
+			return fail(err)
+		}
+		defer closePackage(fs, w)
+		writer = w
+		nodes, err := readTree(fs)
 		if err != nil {
 			return fail(err)
 		}
@@ -149,7 +150,7 @@ func Eval(ctx context.Context, dir string, fn EvalFunction, opts Options, stdin 
 				deletes = append(deletes, p)
 			}
 		}
-		if err := commitFiles(root, files, deletes); err != nil {
+		if err := writer.commit(files, deletes); err != nil {
 			return fail(err)
 		}
 	default:
