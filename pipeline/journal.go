@@ -141,9 +141,10 @@ func openReader(dir string, recover bool, warn func(string)) (*pkgFS, error) {
 	err = w.rollForward()
 	lock.Close()
 	var fe *foreignJournalError
-	if errors.As(err, &fe) {
+	var re *refusedJournalError
+	if errors.As(err, &fe) || errors.As(err, &re) {
 		if warn != nil {
-			warn("[WARN] " + fe.Error())
+			warn("[WARN] " + err.Error() + " (not acted upon: this command does not write the package)")
 		}
 		err = nil
 	}
@@ -174,6 +175,18 @@ type foreignJournalError struct{ dir, why string }
 func (e *foreignJournalError) Error() string {
 	return fmt.Sprintf("%s: %s (%s): it was not written by kptr for this package as this user (cloned, copied, or written by another user); kptr did not act on it and changed nothing; remove %s to discard it",
 		e.dir, journalName, e.why, filepath.Join(e.dir, txDirName))
+}
+
+// refusedJournalError is a journal of this user's whose operations do not
+// pass the checks; none was applied.
+type refusedJournalError struct {
+	dir string
+	err error
+}
+
+func (e *refusedJournalError) Error() string {
+	return fmt.Sprintf("%s: refusing write journal %s: %v; kptr changed nothing; remove %s to discard it",
+		e.dir, journalName, e.err, filepath.Join(e.dir, txDirName))
 }
 
 // recover is recovery for a writer: an uncommitted staging area (no
@@ -228,7 +241,7 @@ func (w *pkgWriter) rollForward() error {
 		return fmt.Errorf("%s: corrupt write journal %s: %w", w.dir, journalName, err)
 	}
 	if err := w.checkOps(ops, true); err != nil {
-		return fmt.Errorf("%s: refusing write journal %s: %w", w.dir, journalName, err)
+		return &refusedJournalError{w.dir, err}
 	}
 	return w.apply(ops)
 }
@@ -356,6 +369,15 @@ func (w *pkgWriter) checkNoLinkOnWay(dst string, lastMayBeLink bool) error {
 // deletes atomically, as the package comment above describes. Unchanged
 // files are not rewritten. Every path is checked before anything is staged.
 func (w *pkgWriter) commit(files map[string][]byte, deletes []string) error {
+	ops, err := w.stage(files, deletes)
+	if err != nil || len(ops) == 0 {
+		return err
+	}
+	return w.apply(ops)
+}
+
+// stage is commit up to and including its commit point: the journal.
+func (w *pkgWriter) stage(files map[string][]byte, deletes []string) ([]txOp, error) {
 	type write struct {
 		dst  string
 		b    []byte
@@ -364,19 +386,19 @@ func (w *pkgWriter) commit(files map[string][]byte, deletes []string) error {
 	var writes []write
 	for rel, b := range files {
 		if err := checkPathChars(rel); err != nil {
-			return err
+			return nil, err
 		}
 		dst, err := w.resolve(rel)
 		if err != nil {
-			return fmt.Errorf("config.kubernetes.io/path %q: %w", rel, err)
+			return nil, fmt.Errorf("config.kubernetes.io/path %q: %w", rel, err)
 		}
 		if err := checkLocalPath(dst); err != nil {
-			return fmt.Errorf("config.kubernetes.io/path %q: %w", rel, err)
+			return nil, fmt.Errorf("config.kubernetes.io/path %q: %w", rel, err)
 		}
 		mode := fs.FileMode(0o644)
 		if st, err := w.root.Stat(dst); err == nil {
 			if st.IsDir() {
-				return fmt.Errorf("config.kubernetes.io/path cannot be a directory: %s", rel)
+				return nil, fmt.Errorf("config.kubernetes.io/path cannot be a directory: %s", rel)
 			}
 			if cur, err := w.ReadFile(dst); err == nil && bytes.Equal(cur, b) {
 				continue
@@ -390,7 +412,7 @@ func (w *pkgWriter) commit(files map[string][]byte, deletes []string) error {
 	for _, d := range deletes {
 		d = filepath.ToSlash(filepath.Clean(d))
 		if err := checkLocalPath(d); err != nil {
-			return err
+			return nil, err
 		}
 		if _, err := w.root.Lstat(d); err == nil {
 			ops = append(ops, txOp{Dst: d})
@@ -398,15 +420,15 @@ func (w *pkgWriter) commit(files map[string][]byte, deletes []string) error {
 	}
 	sort.Slice(ops, func(i, j int) bool { return ops[i].Dst < ops[j].Dst })
 	if len(writes) == 0 && len(ops) == 0 {
-		return nil
+		return nil, nil
 	}
 	key, err := journalKey()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	fail := func(err error) error {
+	fail := func(err error) ([]txOp, error) {
 		_ = w.root.RemoveAll(txDirName)
-		return err
+		return nil, err
 	}
 	if err := w.root.MkdirAll(dataDir, 0o700); err != nil {
 		return fail(err)
@@ -441,7 +463,7 @@ func (w *pkgWriter) commit(files map[string][]byte, deletes []string) error {
 		return fail(err)
 	}
 	w.syncDir(txDirName)
-	return w.apply(ops)
+	return ops, nil
 }
 
 // apply carries out checked operations; one whose staged file is gone was

@@ -57,6 +57,9 @@ func (p *pkgFS) rel(abs string) (string, error) {
 type escapeError struct{ name, link string }
 
 func (e *escapeError) Error() string {
+	if e.link == "" {
+		return fmt.Sprintf("%s: path leads outside the package", e.name)
+	}
 	if e.name == e.link {
 		return fmt.Sprintf("%s: symbolic link to a location outside the package (kptr never follows a link out of a package)", e.name)
 	}
@@ -78,7 +81,7 @@ const maxLinks = 40
 func (p *pkgFS) resolve(name string) (string, error) {
 	todo := strings.Split(filepath.ToSlash(name), "/")
 	var done []string
-	links := 0
+	links, lastLink := 0, ""
 	for len(todo) > 0 {
 		c := todo[0]
 		todo = todo[1:]
@@ -87,7 +90,7 @@ func (p *pkgFS) resolve(name string) (string, error) {
 			continue
 		case "..":
 			if len(done) == 0 {
-				return "", &escapeError{name: name, link: name}
+				return "", &escapeError{name: name, link: lastLink}
 			}
 			done = done[:len(done)-1]
 			continue
@@ -109,6 +112,7 @@ func (p *pkgFS) resolve(name string) (string, error) {
 			if links++; links > maxLinks || path.IsAbs(target) {
 				return "", &escapeError{name: name, link: cur}
 			}
+			lastLink = cur
 			// a relative target is resolved from the link's directory,
 			// which done holds
 			todo = append(strings.Split(target, "/"), todo...)
@@ -161,7 +165,7 @@ func (p *pkgFS) open(name string) (*os.File, error) {
 	}
 	if !st.Mode().IsRegular() && !st.IsDir() {
 		f.Close()
-		return nil, fmt.Errorf("%s: not a regular file", name)
+		return nil, errors.New("not a regular file")
 	}
 	return f, nil
 }

@@ -573,17 +573,22 @@ func adjustRelPath(root *pkgNode, nodes []*yaml.RNode) error {
 		if err != nil {
 			return err
 		}
-		if pkgDir != "" && pkgDir != root.dir {
+		// kpt's pathRelToRoot (internal/util/render/executor.go):
+		// filepath.Join(subpackage relative to root, Clean(path)), which
+		// also maps a function's absolute path inside its package
+		// ("/x.yaml" in the root package is written to x.yaml)
+		if pkgDir != "" {
 			rel, err := filepath.Rel(root.dir, pkgDir)
 			if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
 				return fmt.Errorf("subpackage %q is not a descendant of %q", pkgDir, root.dir)
 			}
-			p = filepath.Join(rel, filepath.Clean(p))
-			if err := setAnnotation(n, kioutil.PathAnnotation, p); err != nil {
-				return err
-			}
-			if err := setAnnotation(n, kioutil.LegacyPathAnnotation, p); err != nil { //nolint:staticcheck
-				return err
+			if np := filepath.Join(rel, filepath.Clean(p)); np != p {
+				if err := setAnnotation(n, kioutil.PathAnnotation, np); err != nil {
+					return err
+				}
+				if err := setAnnotation(n, kioutil.LegacyPathAnnotation, np); err != nil { //nolint:staticcheck
+					return err
+				}
 			}
 		}
 		if err := clearAnnotation(n, pkgPathAnnotation); err != nil {
