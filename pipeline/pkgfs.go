@@ -156,7 +156,13 @@ func (p *pkgFS) Open(name string) (fs.File, error) {
 func (p *pkgFS) open(name string) (*os.File, error) {
 	f, err := p.root.OpenFile(name, os.O_RDONLY|nonBlock, 0)
 	if err != nil {
-		return nil, p.explain(name, err)
+		err = p.explain(name, err)
+		// worded as os.Open words it (kpt's messages quote it)
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = &fs.PathError{Op: "open", Path: p.abs(name), Err: pe.Err}
+		}
+		return nil, err
 	}
 	st, err := f.Stat()
 	if err != nil {

@@ -10,11 +10,11 @@ import (
 )
 
 // YAML keeps what a YAML decoding error says about where and why (yaml.v3's
-// "line N: ..." and kyaml's cause) and drops every excerpt of the input:
-// yaml.v3 quotes values in backquotes ("cannot unmarshal !!str `...`") and
-// keys in double quotes, kyaml appends "node contents:" and the whole
-// document, and a bad document separator is quoted with its line. The
-// message is one line. nil stays nil.
+// "line N: ..." and kyaml's cause, in their layout) and drops every excerpt
+// of the input: yaml.v3 quotes values in backquotes ("cannot unmarshal !!str
+// `...`") and keys in double quotes, kyaml appends "node contents:" and the
+// whole document, and a bad document separator is quoted with its line.
+// nil stays nil.
 func YAML(err error) error {
 	if err == nil {
 		return nil
@@ -35,9 +35,9 @@ func Message(msg string) string {
 		if i := strings.IndexAny(l, "`\""); i >= 0 {
 			l = strings.TrimRight(l[:i], " :")
 		}
-		if l = strings.TrimSpace(l); l != "" {
+		if strings.TrimSpace(l) != "" {
 			lines = append(lines, l)
 		}
 	}
-	return strings.Join(lines, " ")
+	return strings.Join(lines, "\n")
 }

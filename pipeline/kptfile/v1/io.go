@@ -2,6 +2,7 @@ package v1
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -113,7 +114,12 @@ func Read(fsys fs.FS, pkg, dir, display string) (*KptFile, error) {
 	}
 	kf, err := Decode(b)
 	if err != nil {
-		return nil, &KptfileError{Path: dir, Display: display, Err: fileerr.YAML(err)}
+		var dep *DeprecatedKptfileError
+		var unk *UnknownKptfileResourceError
+		if !errors.As(err, &dep) && !errors.As(err, &unk) {
+			err = fileerr.YAML(err)
+		}
+		return nil, &KptfileError{Path: dir, Display: display, Err: err}
 	}
 	return kf, nil
 }
