@@ -390,10 +390,10 @@ func (w *pkgWriter) stage(files map[string][]byte, deletes []string) ([]txOp, er
 		}
 		dst, err := w.resolve(rel)
 		if err != nil {
-			return nil, fmt.Errorf("config.kubernetes.io/path %q: %w", rel, err)
+			return nil, fmt.Errorf("failed to save resources: %w", err)
 		}
 		if err := checkLocalPath(dst); err != nil {
-			return nil, fmt.Errorf("config.kubernetes.io/path %q: %w", rel, err)
+			return nil, fmt.Errorf("failed to save resources: resource path %s: %w", rel, err)
 		}
 		mode := fs.FileMode(0o644)
 		if st, err := w.root.Stat(dst); err == nil {
