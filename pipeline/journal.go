@@ -62,10 +62,15 @@ type txOp struct {
 // pkgWriter is a package opened for writing: it holds the package's lock
 // (an exclusive flock of its directory) from open to Close, so everything a
 // writer reads stays as it read it until it has committed; a second writer
-// (render, eval, sink, recovery) waits. Readers take no lock.
+// (render, eval, sink, recovery) waits. It also holds the locks of the
+// packages it is a subpackage of (every ancestor directory with a Kptfile,
+// taken outermost first, so writers never deadlock): an eval of a
+// subpackage and a render of its parent, which writes the subpackage's
+// files too, are serialised. Readers take no lock.
 type pkgWriter struct {
 	*pkgFS
-	lock *os.File
+	lock      *os.File   // the package directory's
+	ancestors []*os.File // the enclosing packages' directories'
 }
 
 // openWriter opens the package at dir for writing: takes its lock (telling
@@ -76,12 +81,18 @@ func openWriter(dir string, wait io.Writer) (*pkgWriter, error) {
 	if err != nil {
 		return nil, err
 	}
-	lock, err := lockRoot(p, wait)
+	ancestors, err := lockAncestors(p.dir, wait)
 	if err != nil {
 		p.Close()
 		return nil, err
 	}
-	w := &pkgWriter{pkgFS: p, lock: lock}
+	lock, err := lockRoot(p, wait)
+	if err != nil {
+		closeAll(ancestors)
+		p.Close()
+		return nil, err
+	}
+	w := &pkgWriter{pkgFS: p, lock: lock, ancestors: ancestors}
 	if err := w.recover(); err != nil {
 		w.Close()
 		return nil, err
@@ -91,7 +102,14 @@ func openWriter(dir string, wait io.Writer) (*pkgWriter, error) {
 
 func (w *pkgWriter) Close() error {
 	w.lock.Close() // releases the flock
+	closeAll(w.ancestors)
 	return w.pkgFS.Close()
+}
+
+func closeAll(fs []*os.File) {
+	for _, f := range fs {
+		f.Close()
+	}
 }
 
 func lockRoot(p *pkgFS, wait io.Writer) (*os.File, error) {
@@ -99,19 +117,56 @@ func lockRoot(p *pkgFS, wait io.Writer) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := lockFile(f, p.dir, wait); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// lockAncestors locks, outermost first, every directory above dir that
+// holds a Kptfile (one that cannot be opened is no package of this user's).
+func lockAncestors(dir string, wait io.Writer) ([]*os.File, error) {
+	var dirs []string
+	for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
+		if st, err := os.Stat(filepath.Join(d, "Kptfile")); err == nil && st.Mode().IsRegular() {
+			dirs = append(dirs, d)
+		}
+		if d == filepath.Dir(d) {
+			break
+		}
+	}
+	var locks []*os.File
+	for i := len(dirs) - 1; i >= 0; i-- {
+		f, err := os.Open(dirs[i])
+		if err != nil {
+			continue
+		}
+		if err := lockFile(f, dirs[i], wait); err != nil {
+			f.Close()
+			closeAll(locks)
+			return nil, err
+		}
+		locks = append(locks, f)
+	}
+	return locks, nil
+}
+
+// lockFile takes an exclusive flock of f (the directory dir), telling wait
+// when it has to wait for another kptr.
+func lockFile(f *os.File, dir string, wait io.Writer) error {
 	fd := int(f.Fd())
-	err = syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB)
+	err := syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB)
 	if errors.Is(err, syscall.EWOULDBLOCK) {
 		if wait != nil {
-			fmt.Fprintf(wait, "waiting for another kptr writing %s\n", p.dir)
+			fmt.Fprintf(wait, "waiting for another kptr writing %s\n", dir)
 		}
 		err = syscall.Flock(fd, syscall.LOCK_EX)
 	}
 	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("lock %s: %w", p.dir, err)
+		return fmt.Errorf("lock %s: %w", dir, err)
 	}
-	return f, nil
+	return nil
 }
 
 // openReader opens the package at dir for reading. With recover, a

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestMain(m *testing.M) {
@@ -242,4 +243,38 @@ func lsnapshot(t *testing.T, dir string) map[string]string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// A writer of a subpackage waits for a writer of the package around it
+// (which writes the subpackage's files too), and the other way round.
+func TestSubpackageWriterWaitsForParentWriter(t *testing.T) {
+	root := writeTree(t, map[string]string{"Kptfile": kptfile("app", ""), "sub/Kptfile": kptfile("sub", "")})
+	for _, order := range [][2]string{{root, filepath.Join(root, "sub")}, {filepath.Join(root, "sub"), root}} {
+		first, err := openWriter(order[0], nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan *pkgWriter)
+		go func() {
+			w, err := openWriter(order[1], nil)
+			if err != nil {
+				t.Error(err)
+			}
+			done <- w
+		}()
+		select {
+		case <-done:
+			t.Fatalf("%s opened for writing while %s was", order[1], order[0])
+		case <-time.After(200 * time.Millisecond):
+		}
+		first.Close()
+		select {
+		case w := <-done:
+			if w != nil {
+				w.Close()
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the second writer never got the lock")
+		}
+	}
 }
