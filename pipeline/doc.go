@@ -27,9 +27,10 @@
 //     a foreign one fails an in-place write with nothing changed and is
 //     ignored by other outputs.
 //   - One writer at a time: an in-place Render or Eval, Sink and Recover hold
-//     the package's lock (a flock of its directory) from their first read to
-//     their commit, so a concurrent writer's change is never lost; readers
-//     take no lock and never wait.
+//     the package's lock (a flock of its directory, and of every package
+//     directory around it) from their first read to their commit, so a
+//     concurrent writer's change is never lost; readers take no lock and
+//     never wait.
 //   - Output paths are checked before anything is staged (control
 //     characters, paths that climb out, over-long names, the staging area):
 //     a package is never left in a state that fails the next command.
