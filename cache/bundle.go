@@ -1,6 +1,8 @@
 package cache
 
 import (
+	"time"
+
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
@@ -20,4 +22,8 @@ type Bundle struct {
 	Rootfs string
 	// Config is the image config: Entrypoint, Cmd, Env, WorkingDir, User.
 	Config v1.Config
+	// Pulled is how long this Resolve spent fetching and extracting the
+	// image; 0 when the cache already held it. Callers that time a function
+	// leave it out of the function's time.
+	Pulled time.Duration
 }

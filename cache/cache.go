@@ -31,8 +31,9 @@ type Cache struct {
 	puller    *remote.Puller
 	sf        singleflight.Group
 
-	mu    sync.Mutex
-	holds map[string]*flock.Flock // manifest hex → shared lock held until Close
+	mu      sync.Mutex
+	holds   map[string]*flock.Flock // manifest hex → shared lock held until Close
+	clients map[string]*http.Client // repository → authenticated blob client
 
 	// readOnly: the directory cannot be written (a pre-warmed cache on a
 	// read-only volume). Nothing can change it, so resolves of what it holds
@@ -40,7 +41,9 @@ type Cache struct {
 	readOnly bool
 }
 
-// Open opens (creating it if needed) the cache in dir.
+// Open opens (creating it if needed) the cache in dir. The directory must
+// belong to the current user or to root and be writable by nobody else
+// (checkOwner): whoever can write a cache decides what runs.
 func Open(dir string, opts ...Option) (*Cache, error) {
 	s := defaultSettings()
 	for _, o := range opts {
@@ -50,7 +53,13 @@ func Open(dir string, opts ...Option) (*Cache, error) {
 	if err != nil {
 		return nil, &Error{Err: fmt.Errorf("cache directory %q: %w", dir, err)}
 	}
-	c := &Cache{dir: abs, s: s, holds: map[string]*flock.Flock{}}
+	c := &Cache{dir: abs, s: s, holds: map[string]*flock.Flock{}, clients: map[string]*http.Client{}}
+	if err := os.MkdirAll(abs, 0o755); err != nil && !exists(abs) {
+		return nil, &Error{Err: fmt.Errorf("cache directory %s: %w", abs, err)}
+	}
+	if err := c.checkOwners(); err != nil {
+		return nil, &Error{Err: err}
+	}
 	if err := c.initLayout(); err != nil {
 		return nil, &Error{Err: fmt.Errorf("cache directory %s: %w", abs, err)}
 	}
@@ -60,11 +69,7 @@ func Open(dir string, opts ...Option) (*Cache, error) {
 	} else if errors.Is(err, syscall.EROFS) || errors.Is(err, os.ErrPermission) {
 		c.readOnly = true
 	}
-	base := remote.DefaultTransport.(*http.Transport).Clone()
-	base.DialContext = (&net.Dialer{Timeout: s.timeout, KeepAlive: 30 * time.Second}).DialContext
-	base.TLSHandshakeTimeout = s.timeout
-	base.ResponseHeaderTimeout = s.timeout
-	c.transport = &schemeGuard{next: base, insecure: s.insecure}
+	c.transport = newRegistryTransport(s.timeout, s.insecure)
 	if c.puller, err = remote.NewPuller(c.remoteOptions(context.Background())...); err != nil {
 		return nil, &Error{Err: err}
 	}
@@ -95,20 +100,6 @@ func (c *Cache) remoteOptions(ctx context.Context) []remote.Option {
 		remote.WithJobs(c.s.jobs),
 		remote.WithRetryBackoff(remote.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 2}),
 	}
-}
-
-// schemeGuard refuses plain HTTP except to loopback and listed registries.
-// (go-containerregistry would also fall back to HTTP for RFC 1918 addresses.)
-type schemeGuard struct {
-	next     http.RoundTripper
-	insecure map[string]bool
-}
-
-func (g *schemeGuard) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.URL.Scheme == "http" && !g.insecure[req.URL.Host] && !isLoopback(req.URL.Hostname()) {
-		return nil, fmt.Errorf("refusing plain HTTP to %s: only loopback and --insecure-registry hosts may use it", req.URL.Host)
-	}
-	return g.next.RoundTrip(req)
 }
 
 func isLoopback(host string) bool {
@@ -253,12 +244,13 @@ func (c *Cache) pull(ctx context.Context, ir imageRef, desc *v1.Descriptor) (Bun
 		desc = &d
 	}
 	v, err, _ := c.sf.Do("unpack:"+desc.Digest.Hex, func() (any, error) {
-		return c.unpack(ctx, ir, *desc)
+		m, made, err := c.unpack(ctx, ir, *desc)
+		return unpacked{m, made}, err
 	})
 	if err != nil {
 		return Bundle{}, err
 	}
-	m := v.(*meta)
+	m, made := v.(unpacked).m, v.(unpacked).made
 	if p, err := v1.ParsePlatform(m.Platform); m.Platform != "" && err == nil && !platformMatches(*p, c.s.platform) {
 		return Bundle{}, fmt.Errorf("image is for %s, not %s", m.Platform, platformString(&c.s.platform))
 	}
@@ -287,7 +279,18 @@ func (c *Cache) pull(ctx context.Context, ir imageRef, desc *v1.Descriptor) (Bun
 		return Bundle{}, fmt.Errorf("recording %s: %w", ir.key, err)
 	}
 	c.s.logger.Debug("image ready", "image", ir.named, "digest", desc.Digest.String(), "duration", time.Since(start))
-	return c.bundle(ir, desc.Digest, m), nil
+	b := c.bundle(ir, desc.Digest, m)
+	if made {
+		b.Pulled = time.Since(start)
+	}
+	return b, nil
+}
+
+// unpacked is what one (single-flight) unpack returns: the marker, and
+// whether this call fetched or extracted anything.
+type unpacked struct {
+	m    *meta
+	made bool
 }
 
 // remoteManifest fetches ir's manifest (through mirrors), descends an index
@@ -306,6 +309,9 @@ func (c *Cache) remoteManifest(ctx context.Context, ir imageRef) (v1.Descriptor,
 		child, err := pickPlatform(idx, c.s.platform)
 		if err != nil {
 			return v1.Descriptor{}, err
+		}
+		if child.Size > maxManifestBytes {
+			return v1.Descriptor{}, &registryError{host: ir.target.Context().RegistryStr(), msg: fmt.Sprintf("index entry %s declares a %d byte manifest, over the %s limit", child.Digest, child.Size, sizeString(maxManifestBytes))}
 		}
 		md, err := c.puller.Get(ctx, ir.target.Context().Digest(child.Digest.String()))
 		if err != nil {
@@ -381,75 +387,95 @@ func pickPlatform(idx *v1.IndexManifest, want v1.Platform) (v1.Descriptor, error
 // unpack makes sure manifest desc is extracted under rootfs/<hex>, fetching
 // missing blobs from ir's repository. One process extracts; others wait on the
 // unpack lock and then find the committed rootfs.
-func (c *Cache) unpack(ctx context.Context, ir imageRef, desc v1.Descriptor) (*meta, error) {
+func (c *Cache) unpack(ctx context.Context, ir imageRef, desc v1.Descriptor) (_ *meta, made bool, err error) {
 	hex := desc.Digest.Hex
 	if err := c.hold(ctx, hex); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if m, err := c.readMeta(hex); err == nil {
-		return m, nil
+		return m, false, nil
 	}
 	ul, err := c.lock(ctx, "unpack-"+hex+".lock", false)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer unlock(ul)
 	if m, err := c.readMeta(hex); err == nil {
-		return m, nil
+		return m, false, nil
 	}
 	// A directory without a readable meta.json is debris (never committed
 	// that way by this code); move it aside.
 	if _, err := os.Lstat(c.path(rootfsDir, hex)); err == nil {
 		if err := os.Rename(c.path(rootfsDir, hex), c.tempPath("debris")); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 	repo := ir.target.Context()
 	if err := c.ensureManifest(ctx, repo, desc.Digest); err != nil {
-		return nil, fmt.Errorf("manifest: %w", err)
+		return nil, false, fmt.Errorf("manifest: %w", err)
 	}
 	mb, err := os.ReadFile(c.blobPath(desc.Digest))
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	mf, err := v1.ParseManifest(strings.NewReader(string(mb)))
 	if err != nil {
-		return nil, fmt.Errorf("parsing manifest %s: %w", desc.Digest, err)
+		return nil, false, fmt.Errorf("parsing manifest %s: %w", desc.Digest, err)
 	}
 	if mf.Config.Digest.Hex == "" {
-		return nil, fmt.Errorf("manifest %s has no config (an index or unsupported type)", desc.Digest)
+		return nil, false, fmt.Errorf("manifest %s has no config (an index or unsupported type)", desc.Digest)
 	}
-	// Configs and layer lists are read whole: bound them (Docker allows
-	// 127 layers; real configs are kilobytes).
-	if mf.Config.Size > 16<<20 || len(mf.Layers) > 1000 {
-		return nil, fmt.Errorf("%w: manifest %s has a %d byte config and %d layers", ErrHostile, desc.Digest, mf.Config.Size, len(mf.Layers))
+	if err := c.checkDeclared(repo.RegistryStr(), desc.Digest, mf); err != nil {
+		return nil, false, err
 	}
-	if err := c.ensureBlob(ctx, ir, repo, mf.Config.Digest, mf.Config.Size, false); err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+	if err := c.ensureBlob(ctx, repo, mf.Config.Digest, mf.Config.Size, nil); err != nil {
+		return nil, false, fmt.Errorf("config: %w", err)
 	}
 	cb, err := os.ReadFile(c.blobPath(mf.Config.Digest))
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	cf, err := v1.ParseConfigFile(strings.NewReader(string(cb)))
 	if err != nil {
-		return nil, fmt.Errorf("parsing image config: %w", err)
+		return nil, false, fmt.Errorf("parsing image config: %w", err)
 	}
 	want := c.s.platform
 	if cf.OS != "" && cf.Architecture != "" && !platformMatches(v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}, want) {
-		return nil, fmt.Errorf("image is for %s/%s, not %s", cf.OS, cf.Architecture, platformString(&want))
+		return nil, false, fmt.Errorf("image is for %s/%s, not %s", cf.OS, cf.Architecture, platformString(&want))
 	}
 	if len(cf.RootFS.DiffIDs) != 0 && len(cf.RootFS.DiffIDs) != len(mf.Layers) {
-		return nil, fmt.Errorf("image config lists %d layers, the manifest %d", len(cf.RootFS.DiffIDs), len(mf.Layers))
+		return nil, false, fmt.Errorf("image config lists %d layers, the manifest %d", len(cf.RootFS.DiffIDs), len(mf.Layers))
 	}
 	for _, l := range mf.Layers {
 		if !l.MediaType.IsDistributable() {
-			return nil, fmt.Errorf("layer %s is non-distributable (%s)", l.Digest, l.MediaType)
+			return nil, false, fmt.Errorf("layer %s is non-distributable (%s)", l.Digest, l.MediaType)
 		}
 	}
 
 	// Download every missing layer in parallel; extract in order as each
 	// arrives.
+	var pp PullProgress
+	if c.s.progress != nil {
+		info := PullInfo{Image: ir.named, Layers: len(mf.Layers)}
+		for _, l := range mf.Layers {
+			if !c.hasBlob(l.Digest) {
+				info.Fetch++
+				info.Bytes += l.Size
+			}
+		}
+		if info.Fetch > 0 {
+			pp = c.s.progress.Pull(info)
+			defer func() { pp.Done(err) }()
+		}
+	}
+	track := func(i int) func(int64) LayerProgress {
+		if pp == nil {
+			return nil
+		}
+		return func(resumed int64) LayerProgress {
+			return pp.Layer(i+1, mf.Layers[i].Digest, mf.Layers[i].Size, resumed)
+		}
+	}
 	ready := make([]chan error, len(mf.Layers))
 	for i := range ready {
 		ready[i] = make(chan error, 1)
@@ -471,7 +497,7 @@ func (c *Cache) unpack(ctx context.Context, ir imageRef, desc v1.Descriptor) (*m
 					ready[i] <- gctx.Err()
 					continue
 				}
-				ready[i] <- c.ensureBlob(gctx, ir, repo, mf.Layers[i].Digest, mf.Layers[i].Size, true)
+				ready[i] <- c.ensureBlob(gctx, repo, mf.Layers[i].Digest, mf.Layers[i].Size, track(i))
 			}
 		}()
 	}
@@ -484,16 +510,16 @@ func (c *Cache) unpack(ctx context.Context, ir imageRef, desc v1.Descriptor) (*m
 		}
 	}()
 	if err := os.MkdirAll(root, 0o755); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if err := os.Chmod(root, 0o755); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	u := newUnpacker(root, c.s.limits)
 	var layers []string
 	for i, l := range mf.Layers {
 		if err := <-ready[i]; err != nil {
-			return nil, fmt.Errorf("layer %d: %w", i+1, err)
+			return nil, false, fmt.Errorf("layer %d: %w", i+1, err)
 		}
 		diffID := ""
 		if len(cf.RootFS.DiffIDs) > i {
@@ -501,24 +527,24 @@ func (c *Cache) unpack(ctx context.Context, ir imageRef, desc v1.Descriptor) (*m
 		}
 		f, err := os.Open(c.blobPath(l.Digest))
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		err = u.apply(f, diffID)
 		f.Close()
 		if err != nil {
-			return nil, fmt.Errorf("layer %d (%s): %w", i+1, l.Digest, err)
+			return nil, false, fmt.Errorf("layer %d (%s): %w", i+1, l.Digest, err)
 		}
 		layers = append(layers, l.Digest.String())
 	}
 	if err := u.finish(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if err := ensureMountpoints(root); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	tree, files, size, err := treeHash(root, u.sums)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	m := &meta{Manifest: desc.Digest.String(), MediaType: string(mf.MediaType), Config: mf.Config.Digest.String(), Layers: layers,
 		Image: cf.Config, Files: files, Bytes: size, Tree: tree, Unpacked: time.Now().UTC()}
@@ -527,19 +553,19 @@ func (c *Cache) unpack(ctx context.Context, ir imageRef, desc v1.Descriptor) (*m
 	}
 	mb, err = json.MarshalIndent(m, "", "  ")
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if err := writeSynced(filepath.Join(work, "meta.json"), mb); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if err := os.Rename(work, c.path(rootfsDir, hex)); err != nil {
-		return nil, fmt.Errorf("committing rootfs: %w", err)
+		return nil, false, fmt.Errorf("committing rootfs: %w", err)
 	}
 	committed = true
 	if u.skipped > 0 {
 		c.s.logger.Debug("skipped device nodes and fifos", "image", ir.named, "count", u.skipped)
 	}
-	return m, nil
+	return m, true, nil
 }
 
 func writeSynced(p string, b []byte) error {
@@ -552,75 +578,6 @@ func writeSynced(p string, b []byte) error {
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
-	}
-	return err
-}
-
-// ensureBlob makes sure blob h is in the store, downloading it from repo at
-// most once across goroutines (single-flight) and processes (blob lock).
-func (c *Cache) ensureBlob(ctx context.Context, ir imageRef, repo name.Repository, h v1.Hash, size int64, report bool) error {
-	if c.hasBlob(h) {
-		return nil
-	}
-	if c.s.offline {
-		return fmt.Errorf("blob %s: %w (offline)", h, ErrNotCached)
-	}
-	_, err, _ := c.sf.Do("blob:"+h.Hex, func() (any, error) {
-		l, err := c.lock(ctx, "blob-"+h.Hex+".lock", false)
-		if err != nil {
-			return nil, err
-		}
-		defer unlock(l)
-		if c.hasBlob(h) {
-			return nil, nil
-		}
-		return nil, c.download(ctx, ir, repo, h, size, report)
-	})
-	return err
-}
-
-func (c *Cache) download(ctx context.Context, ir imageRef, repo name.Repository, h v1.Hash, size int64, report bool) (err error) {
-	if size <= 0 {
-		size = -1
-	}
-	var lp LayerProgress
-	if report && c.s.progress != nil {
-		lp = c.s.progress.Layer(ir.named, h, size)
-		defer func() { lp.Done(err) }()
-	}
-	start := time.Now()
-	// A registry that stops sending mid-body is cut off after the timeout.
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stall := time.AfterFunc(c.s.timeout, func() {
-		cancel(fmt.Errorf("registry sent nothing for %s", c.s.timeout))
-	})
-	defer stall.Stop()
-	layer, err := c.puller.Layer(ctx, repo.Digest(h.String()))
-	if err != nil {
-		return cause(ctx, err)
-	}
-	rc, err := layer.Compressed()
-	if err != nil {
-		return cause(ctx, err)
-	}
-	defer rc.Close()
-	err = c.commitBlob(rc, h, size, func(n int) {
-		stall.Reset(c.s.timeout)
-		if lp != nil {
-			lp.Add(n)
-		}
-	})
-	if err != nil {
-		return cause(ctx, err)
-	}
-	c.s.logger.Debug("fetched blob", "image", ir.named, "digest", h.String(), "bytes", size, "duration", time.Since(start))
-	return nil
-}
-
-func cause(ctx context.Context, err error) error {
-	if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) {
-		return c
 	}
 	return err
 }

@@ -25,7 +25,12 @@
 // path, mode and content) written beside it, and the pair renamed into
 // rootfs/<hex>; a committed rootfs/<hex> therefore always has its marker. A
 // kill -9 or a full disk leaves only debris in tmp/, which prune and verify
-// --repair clear. index.json is replaced by rename under its lock.
+// --repair clear. index.json is replaced by rename under its lock. A blob
+// download is the one exception that outlives its process: tmp/partial-<hex>
+// holds a prefix of the blob, never longer than its declared size, that the
+// next download continues (HTTP Range); it becomes a blob only through the
+// same digest check, is removed when it proves wrong, and prune and verify
+// --repair remove it.
 //
 // # Concurrency
 //
@@ -41,6 +46,16 @@
 // # Never trusted
 //
 // Registries and layers are hostile input. Blobs are verified before use.
+// What a registry can cost is bounded (registry.go): every request has
+// connect, TLS, response-header and idle-read timeouts (WithTimeout), bodies
+// have size caps by kind (manifests 4 MiB, tag lists 100,000 tags or 8 MiB
+// over all pages), an image whose layers declare more than the extraction
+// limit is refused before any layer is requested, and no blob is read past
+// its declared size. Errors about a registry name it.
+//
+// Whoever can write a cache decides what runs from it: Open refuses a cache
+// directory that neither the current user nor root owns, or that group or
+// others can write (owner.go).
 // Extraction resolves every path inside the root (symlinks are followed as
 // if the root were "/"; one that climbs out is an error), never follows a
 // link at the leaf, creates no device nodes, drops setuid/setgid bits and

@@ -43,22 +43,44 @@ func ParsePullPolicy(s string) (PullPolicy, error) {
 // DefaultImagePrefix is kpt's prefix for image names without a '/'.
 const DefaultImagePrefix = "ghcr.io/kptdev/krm-functions-catalog/"
 
-// Limits bound what extracting one image may write.
+// Limits bound what extracting one image may write, and so what pulling it
+// may download: an image whose layers declare more than MaxBytes in all is
+// refused before any of them is fetched.
 type Limits struct {
-	// MaxBytes is the largest total of uncompressed layer bytes (0: default 4 GiB).
+	// MaxBytes is the largest total of uncompressed layer bytes, and of
+	// declared (compressed) layer sizes (0: default 4 GiB).
 	MaxBytes int64
 	// MaxFiles is the largest number of tar entries over all layers (0: default 1,000,000).
 	MaxFiles int
 }
 
-// Progress receives per-layer byte counts while blobs download. Implementations
-// must be safe for concurrent use (layers download in parallel).
+// Progress receives download progress, one pull of one image at a time per
+// Resolve. Implementations must be safe for concurrent use (layers download
+// in parallel, and several Resolves may run at once).
 type Progress interface {
-	// Layer announces a blob download; the returned tracker gets its bytes.
-	Layer(image string, digest v1.Hash, size int64) LayerProgress
+	// Pull announces that an image needs blobs from its registry.
+	Pull(PullInfo) PullProgress
 }
 
-// LayerProgress tracks one blob download.
+// PullInfo describes what one pull of an image downloads.
+type PullInfo struct {
+	Image  string // the reference as the caller named it
+	Layers int    // layers of the image
+	Fetch  int    // how many of them are not in the cache
+	Bytes  int64  // their declared size in bytes
+}
+
+// PullProgress tracks one pull.
+type PullProgress interface {
+	// Layer announces the download of layer i (1-based) of the image, of
+	// size bytes, resuming after the resumed bytes an interrupted download
+	// left (0 for a fresh start).
+	Layer(i int, digest v1.Hash, size, resumed int64) LayerProgress
+	// Done ends the pull, with the error that ended it or nil.
+	Done(err error)
+}
+
+// LayerProgress tracks one layer download.
 type LayerProgress interface {
 	Add(n int)
 	Done(err error)
@@ -206,8 +228,12 @@ func WithLogger(l *slog.Logger) Option {
 // WithProgress reports per-layer download progress.
 func WithProgress(p Progress) Option { return func(s *settings) { s.progress = p } }
 
-// WithTimeout bounds connecting to a registry and waiting for its response
-// headers (default 30s), so a registry that hangs fails instead of blocking.
+// WithTimeout bounds every registry request (default 30s): connecting, the
+// TLS handshake, waiting for response headers, and reading the body, which
+// must deliver at least 1 KiB per period of d (an idle-read timeout, per
+// read, not per blob: a large layer on a slow link still downloads). A
+// registry that stalls or trickles fails after about d with an error naming
+// it.
 func WithTimeout(d time.Duration) Option {
 	return func(s *settings) {
 		if d > 0 {

@@ -162,7 +162,7 @@ func (c *Cache) ResolveConstraint(ctx context.Context, repo, constraint string) 
 		if err != nil {
 			return "", usageErr(named, err)
 		}
-		tags, err = c.puller.List(ctx, target.Context())
+		tags, err = c.listTags(ctx, target.Context())
 		if err != nil {
 			return "", imgErr(named, fmt.Errorf("listing tags: %w", err))
 		}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestPickTag(t *testing.T) {
@@ -58,7 +59,7 @@ func TestResolveConstraint(t *testing.T) {
 }
 
 func TestPlainHTTPOnlyForLoopbackOrListed(t *testing.T) {
-	g := &schemeGuard{next: http.DefaultTransport, insecure: map[string]bool{"registry.corp:5000": true}}
+	g := &registryTransport{next: http.DefaultTransport, insecure: map[string]bool{"registry.corp:5000": true}, timeout: time.Second}
 	for _, tc := range []struct {
 		url string
 		ok  bool

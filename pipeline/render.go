@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	kptv1 "github.com/kptr-dev/kptr/pipeline/kptfile/v1"
 	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
@@ -29,6 +30,7 @@ type renderer struct {
 	pkgs                           int
 	inputFiles                     map[string]bool // root-relative
 	latest                         map[*pkgNode][]*yaml.RNode
+	pulled                         time.Duration // the current function's image pull
 }
 
 // Render renders the package at dir as `kpt fn render` does and writes the
@@ -396,6 +398,19 @@ func configFor(pn *pkgNode, f kptv1.Function, input []*yaml.RNode) (*yaml.RNode,
 	return nil, nil
 }
 
+// withoutNode returns nodes without n (by identity), and n when it was there.
+func withoutNode(nodes []*yaml.RNode, n *yaml.RNode) (kept, removed []*yaml.RNode) {
+	kept = make([]*yaml.RNode, 0, len(nodes))
+	for _, m := range nodes {
+		if m == n {
+			removed = append(removed, m)
+			continue
+		}
+		kept = append(kept, m)
+	}
+	return kept, removed
+}
+
 // recordPrepareFailure records a function that could not be set up (kpt's
 // preExecFailureStep): its name, image or exec, the cause and exit code 1.
 func (r *renderer) recordPrepareFailure(steps *[]kptv1.PipelineStepResult, fns []kptv1.Function, i int, err error) {
@@ -488,6 +503,13 @@ func (r *renderer) runMutators(pn *pkgNode, input []*yaml.RNode) ([]*yaml.RNode,
 		if err != nil {
 			return nil, err
 		}
+		// a function's own configPath resource is its functionConfig, not
+		// one of its items; it is put back unchanged after the call (kpt
+		// #4673), for later functions and so that its file is kept
+		var own []*yaml.RNode
+		if f.ConfigPath != "" {
+			input, own = withoutNode(input, fnConfig)
+		}
 		selective := len(f.Selectors) > 0 || len(f.Exclusions) > 0
 		if selective {
 			if err := setResourceIDs(input); err != nil {
@@ -517,6 +539,7 @@ func (r *renderer) runMutators(pn *pkgNode, input []*yaml.RNode) ([]*yaml.RNode,
 		} else {
 			input = output
 		}
+		input = append(input, own...)
 		r.latest[pn] = input
 	}
 	return input, nil
@@ -538,10 +561,14 @@ func (r *renderer) runValidators(pn *pkgNode, input []*yaml.RNode) error {
 		if err != nil {
 			return err
 		}
+		items := input
+		if f.ConfigPath != "" {
+			items, _ = withoutNode(input, fnConfig)
+		}
 		if fnConfig != nil {
 			fnConfig = fnConfig.Copy()
 		}
-		selected := selectInput(input, f.Selectors, f.Exclusions)
+		selected := selectInput(items, f.Selectors, f.Exclusions)
 		copies := make([]*yaml.RNode, len(selected))
 		for j, n := range selected {
 			copies[j] = n.Copy()

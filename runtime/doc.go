@@ -22,9 +22,24 @@
 //     and, where available, cgroup namespaces; runc's masked and read-only
 //     /proc paths; /dev with null, zero, random and urandom only.
 //   - Only the image's Env plus Invocation.Env; never kptr's environment.
-//   - The timeout, the context and the output caps end every process of the
-//     run (the pid namespace dies with its init); Run never hangs on a
-//     function that does not read stdin, floods or writes garbage.
+//   - Every run ends: Run returns within the run's timeout plus a grace of
+//     a few seconds (killGrace, plus outputGrace for output still held
+//     open), whatever the function does. The timeout, the context and the
+//     output caps kill every process of the run (SIGKILL to its pid
+//     namespace's init, through a pidfd), stopped and traced ones
+//     included; threads that made kptr their tracer (PTRACE_TRACEME) are
+//     reaped with __WALL, so a traced zombie never keeps the run, or its
+//     pid namespace, alive. No wait is unbounded: what the kernel has not
+//     reaped within the grace is reported in the error and left to a
+//     background reaper (see reaper). Run never hangs on a function that
+//     does not read stdin, floods or writes garbage.
+//   - No state is left: a run removes its entries in the run-state
+//     directory (libcontainer's state, its private root, its overlay upper
+//     layer) when it ends, however it ends (success, failure, crash,
+//     timeout, output cap, failed start). A kptr killed mid-run cannot; its
+//     lock there (flock, released by the kernel when it dies) then lets
+//     the next New remove its entries at once, never those of a live kptr
+//     (see statedir.go).
 //
 // Prepare (the Preparer interface; the pipeline calls it for the next
 // function while the current one runs) sets a run's sandbox up ahead, up to
@@ -34,7 +49,9 @@
 // most one run, never by a run of another shape; the guarantees above hold
 // unchanged (the timeout starts when the function is released). Unused ones
 // are bounded (two), destroyed by Close or the end of Prepare's context, and
-// die with the process (parent-death signal).
+// die with the process (parent-death signal). A program calls Close before
+// it exits: Close returns once every unused prepared sandbox is gone and
+// drops the Sandbox's hold on the run-state directory.
 //
 // Run is safe for concurrent use. Host runs functions without a sandbox
 // (kpt exec functions, --sandbox=none) with the same limits on time and

@@ -100,13 +100,13 @@ func (h Host) run(ctx context.Context, b cache.Bundle, inv Invocation) (Result, 
 	sio.closeChild()
 	sio.start()
 	pgid := cmd.Process.Pid
-	res, err := wait(ctx, timeout, sio, func() (*os.ProcessState, error) {
+	r := newReaper(pgid, func() (*os.ProcessState, error) {
 		err := cmd.Wait()
 		// The function's own children would keep the pipes open: end them too.
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		return cmd.ProcessState, ignoreExit(err)
 	}, func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
-	return res, err
+	return wait(ctx, timeout, sio, r)
 }
 
 func ignoreExit(err error) error {

@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/kptr-dev/kptr/cache"
 )
@@ -90,7 +87,7 @@ func (s *Sandbox) Prepare(ctx context.Context, b cache.Bundle, inv Invocation) {
 	pr.stopCtx = context.AfterFunc(ctx, func() { s.discard(pr, false) })
 	s.mu.Unlock()
 	if evict != nil {
-		go s.dispose(evict)
+		s.disposeLater(evict)
 	}
 	go func() {
 		defer close(pr.ready)
@@ -106,6 +103,11 @@ func (s *Sandbox) Prepare(ctx context.Context, b cache.Bundle, inv Invocation) {
 			return
 		}
 		st.sio.closeChild()
+		if err := st.watch(); err != nil {
+			st.destroy(s.log)
+			pr.err = err
+			return
+		}
 		pr.st = st
 	}()
 }
@@ -134,7 +136,7 @@ func (s *Sandbox) take(ctx context.Context, b cache.Bundle, inv Invocation) *pre
 	select {
 	case <-pr.ready:
 	case <-ctx.Done():
-		go s.dispose(pr)
+		s.disposeLater(pr)
 		return nil // the cold path reports the context's error
 	}
 	if pr.err != nil {
@@ -150,11 +152,10 @@ func (s *Sandbox) runPrepared(ctx context.Context, pr *prepared, inv Invocation)
 	st := pr.st
 	if err := st.c.Exec(); err != nil {
 		s.log.Debug("sandbox: prepared sandbox did not start, starting cold", "id", st.id, "err", err)
-		killWait(st)
-		st.destroy(s.log)
+		st.release(s.log)
 		return Result{}, nil, false
 	}
-	defer st.destroy(s.log)
+	defer st.release(s.log)
 	s.prepHits.Add(1)
 	s.log.Debug("sandbox: using the prepared sandbox", "id", st.id)
 	res, err := s.finish(ctx, st, inv)
@@ -180,8 +181,17 @@ func (s *Sandbox) discard(pr *prepared, wait bool) {
 	if wait {
 		s.dispose(pr)
 	} else {
-		go s.dispose(pr)
+		s.disposeLater(pr)
 	}
+}
+
+// disposeLater disposes of pr in the background; Close waits for it.
+func (s *Sandbox) disposeLater(pr *prepared) {
+	s.disposing.Add(1)
+	go func() {
+		defer s.disposing.Done()
+		s.dispose(pr)
+	}()
 }
 
 // dispose kills and removes a prepared sandbox nobody will use.
@@ -193,31 +203,27 @@ func (s *Sandbox) dispose(pr *prepared) {
 	if pr.st == nil {
 		return
 	}
-	killWait(pr.st)
-	pr.st.destroy(s.log)
+	pr.st.release(s.log)
 }
 
-// killWait kills a started init (its pid namespace goes with it) and reaps it.
-func killWait(st *started) {
-	_ = st.c.Signal(unix.SIGKILL)
-	done := make(chan struct{})
-	go func() { _, _ = st.p.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-	}
-}
-
-// Close destroys every prepared sandbox that was not used and makes later
-// Prepare calls no-ops; runs in progress and later Runs are unaffected.
+// Close destroys every prepared sandbox that was not used, waits until
+// those discarded before are gone too, and makes later Prepare calls
+// no-ops; runs in progress and later Runs are unaffected. A program that
+// prepares sandboxes calls Close before it exits, so that none of their
+// state outlives it (what it leaves anyway, killed, the next kptr removes).
 func (s *Sandbox) Close() error {
 	s.mu.Lock()
+	wasClosed := s.closed
 	s.closed = true
 	prs := s.prepared
 	s.prepared = nil
 	s.mu.Unlock()
 	for _, pr := range prs {
 		s.dispose(pr)
+	}
+	s.disposing.Wait()
+	if !wasClosed {
+		releaseOwnerLock(s.stateDir) // New's reference; runs hold their own
 	}
 	return nil
 }

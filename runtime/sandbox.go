@@ -2,8 +2,6 @@ package runtime
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -55,6 +53,8 @@ type Sandbox struct {
 	prepared []*prepared // prepared sandboxes not yet used, oldest first (see Prepare)
 	closed   bool
 	prepHits atomic.Uint64 // runs that used a prepared sandbox
+	// disposing counts prepared sandboxes being destroyed in the background.
+	disposing sync.WaitGroup
 }
 
 // Option configures a Sandbox.
@@ -116,6 +116,9 @@ func New(opts ...Option) (*Sandbox, error) {
 	if err := ensurePrivateDir(s.stateDir); err != nil {
 		return nil, fmt.Errorf("sandbox state dir: %w", err)
 	}
+	if err := holdOwnerLock(s.stateDir); err != nil {
+		return nil, fmt.Errorf("sandbox state dir %s: %w", s.stateDir, err)
+	}
 	pruneStale(s.stateDir)
 	if s.feat.Overlay && !s.noOverlay && overlaySafePath(s.stateDir) {
 		if err := overlayCheck(s.stateDir); err != nil {
@@ -125,47 +128,6 @@ func New(opts ...Option) (*Sandbox, error) {
 		}
 	}
 	return s, nil
-}
-
-// runToken makes this process's run IDs unique in a state directory that
-// outlives processes: the run state of a SIGKILLed kptr (Argo CD's deadline)
-// stays for up to an hour, and a later kptr may get the same pid.
-var runToken = func() string {
-	b := make([]byte, 4)
-	if _, err := rand.Read(b); err != nil {
-		return strconv.FormatInt(time.Now().UnixNano(), 36)
-	}
-	return hex.EncodeToString(b)
-}()
-
-// pruneStale removes run state left behind by kptr processes that died
-// mid-run (kill -9): entries are named kptr-<pid>-<token>-<n>[.root|.rw] and only those
-// of processes that no longer exist, untouched for an hour, are removed.
-func pruneStale(dir string) {
-	des, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	for _, de := range des {
-		rest, ok := strings.CutPrefix(de.Name(), "kptr-")
-		if !ok {
-			continue
-		}
-		pidStr, _, _ := strings.Cut(rest, "-")
-		pid, err := strconv.Atoi(pidStr)
-		if err != nil || pid <= 0 || pid == os.Getpid() {
-			continue
-		}
-		// A pid namespace other than ours could share the directory, so an
-		// unknown pid alone is not proof: also require an hour of quiet.
-		fi, err := de.Info()
-		if err != nil || time.Since(fi.ModTime()) < time.Hour {
-			continue
-		}
-		if err := unix.Kill(pid, 0); errors.Is(err, unix.ESRCH) {
-			removeTree(filepath.Join(dir, de.Name()))
-		}
-	}
 }
 
 // Features returns what the sandbox adapted to.
@@ -187,26 +149,6 @@ func defaultStateDir() string {
 		return filepath.Join(d, "kptr")
 	}
 	return filepath.Join(os.TempDir(), "kptr-run-"+strconv.Itoa(os.Geteuid()))
-}
-
-// ensurePrivateDir creates dir (mode 0711: the sandbox's mapped uid must
-// traverse it, nobody may list it) and refuses a directory someone else owns
-// or a symlink, as a shared /tmp would allow.
-func ensurePrivateDir(dir string) error {
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return err
-	}
-	if err := os.Mkdir(dir, 0o711); err != nil && !errors.Is(err, os.ErrExist) {
-		return err
-	}
-	var st unix.Stat_t
-	if err := unix.Lstat(dir, &st); err != nil {
-		return err
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != os.Geteuid() {
-		return fmt.Errorf("%s is not a directory owned by uid %d", dir, os.Geteuid())
-	}
-	return os.Chmod(dir, 0o711)
 }
 
 // RunError says which image could not be run and why. Runs that ended in a
@@ -258,12 +200,15 @@ func (s *Sandbox) run(ctx context.Context, b cache.Bundle, inv Invocation) (Resu
 	if err != nil {
 		return Result{}, err
 	}
-	defer st.destroy(s.log)
+	defer st.release(s.log)
 	if err := onStableThread(func() error { return st.c.Run(st.p) }); err != nil {
 		st.sio.closeChild()
 		return Result{}, fmt.Errorf("start: %w", unwrapStart(err))
 	}
 	st.sio.closeChild()
+	if err := st.watch(); err != nil {
+		return Result{}, err
+	}
 	return s.finish(ctx, st, inv)
 }
 
@@ -275,8 +220,21 @@ type started struct {
 	p    *libcontainer.Process
 	sio  *stdio
 	proc process
-	root string // the run's private root directory to remove ("" for a direct root)
-	rw   string // the run's overlay upper and work directories to remove ("" without overlay)
+	root string  // the run's private root directory to remove ("" for a direct root)
+	rw   string  // the run's overlay upper and work directories to remove ("" without overlay)
+	reap *reaper // once the init has started
+	// stateDir holds the run's entries; "" once they are removed.
+	stateDir string
+}
+
+// watch hands the started init to a reaper.
+func (st *started) watch() error {
+	pid, err := st.p.Pid()
+	if err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
+	st.reap = newReaper(pid, st.p.Wait, nil)
+	return nil
 }
 
 // setup creates (but does not start) the sandbox of one run of b.
@@ -289,7 +247,7 @@ func (s *Sandbox) setup(b cache.Bundle, inv Invocation) (_ *started, err error) 
 	if err != nil {
 		return nil, err
 	}
-	id := fmt.Sprintf("kptr-%d-%s-%d", os.Getpid(), runToken, s.seq.Add(1))
+	id := fmt.Sprintf("%s-%d", ownerName(), s.seq.Add(1))
 	spec := runSpec{
 		ID: id, Root: filepath.Join(s.stateDir, id+".root"), Image: b.Rootfs, Entries: entries,
 		Proc: proc, Inv: inv, Limits: s.limits, Feat: s.feat,
@@ -309,7 +267,10 @@ func (s *Sandbox) setup(b cache.Bundle, inv Invocation) (_ *started, err error) 
 	if err != nil {
 		return nil, err
 	}
-	st := &started{id: id, proc: proc}
+	if err := holdOwnerLock(s.stateDir); err != nil {
+		return nil, fmt.Errorf("sandbox state dir %s: %w", s.stateDir, err)
+	}
+	st := &started{id: id, proc: proc, stateDir: s.stateDir}
 	defer func() {
 		if err != nil {
 			st.destroy(s.log)
@@ -357,7 +318,7 @@ func (s *Sandbox) finish(ctx context.Context, st *started, inv Invocation) (Resu
 	st.sio.src, st.sio.max = inv.Stdin, maxOut
 	st.sio.out.max, st.sio.err.max = maxOut, maxOut
 	st.sio.start()
-	res, err := wait(ctx, timeout, st.sio, st.p.Wait, func() { _ = st.c.Signal(unix.SIGKILL) })
+	res, err := wait(ctx, timeout, st.sio, st.reap)
 	if err == nil && res.ExitCode == 255 && isExecFailure(res.Stderr, st.proc.Args[0]) {
 		// libcontainer's init reports a failed execve of the entrypoint on
 		// the function's stderr and exits 255: that is a start failure.
@@ -366,7 +327,20 @@ func (s *Sandbox) finish(ctx context.Context, st *started, inv Invocation) (Resu
 	return res, err
 }
 
-// destroy ends every process of the run and removes its state.
+// release ends the run: it kills whatever is left of it (nothing, when its
+// init has been reaped), waits up to killGrace and removes its state; when
+// the init is still not reaped then, the reaper removes the state once it
+// is.
+func (st *started) release(log *slog.Logger) {
+	if st.reap == nil {
+		st.destroy(log)
+		return
+	}
+	st.reap.end(killGrace)
+	st.reap.afterEnd(func() { st.destroy(log) })
+}
+
+// destroy removes the state of a run whose processes are all gone.
 func (st *started) destroy(log *slog.Logger) {
 	if st.c != nil {
 		if err := st.c.Destroy(); err != nil {
@@ -376,12 +350,19 @@ func (st *started) destroy(log *slog.Logger) {
 	if st.sio != nil {
 		st.sio.close()
 	}
+	if st.stateDir == "" {
+		return // destroyed before
+	}
+	// libcontainer's own state, also when Create or Destroy failed midway.
+	removeTree(filepath.Join(st.stateDir, st.id))
 	if st.root != "" {
-		os.RemoveAll(st.root)
+		removeTree(st.root)
 	}
 	if st.rw != "" {
 		removeTree(st.rw)
 	}
+	releaseOwnerLock(st.stateDir)
+	st.stateDir = ""
 }
 
 // overlayFor says whether runs of rootfs get an overlay: the kernel reads
@@ -450,20 +431,17 @@ func isExecFailure(stderr []byte, exe string) bool {
 	return strings.HasPrefix(s, "exec "+exe+": ") && strings.Count(s, "\n") == 1 && strings.HasSuffix(s, "\n")
 }
 
-// wait waits for the process, enforcing the timeout, the context and the
-// output caps by calling kill (which ends every process of the run).
-func wait(ctx context.Context, timeout time.Duration, sio *stdio, waitFn func() (*os.ProcessState, error), kill func()) (Result, error) {
-	done := make(chan struct{})
-	var (
-		ps   *os.ProcessState
-		werr error
-	)
-	go func() { ps, werr = waitFn(); close(done) }()
+// wait waits for the run r reaps, enforcing the timeout, the context and
+// the output caps by ending every process of the run. It never waits longer
+// than the timeout plus killGrace (plus outputGrace for output that is still
+// held open): what is not reaped by then is left to r in the background and
+// reported in the error.
+func wait(ctx context.Context, timeout time.Duration, sio *stdio, r *reaper) (Result, error) {
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	var cause error
 	select {
-	case <-done:
+	case <-r.done:
 	case <-timer.C:
 		cause = fmt.Errorf("%w after %s", ErrTimeout, timeout)
 	case <-ctx.Done():
@@ -471,9 +449,8 @@ func wait(ctx context.Context, timeout time.Duration, sio *stdio, waitFn func() 
 	case <-sio.overflow:
 		cause = fmt.Errorf("%w: more than %d bytes on %s", ErrOutputLimit, sio.max, sio.overflowName())
 	}
-	if cause != nil {
-		kill()
-		<-done
+	if cause != nil && !r.end(killGrace) {
+		cause = fmt.Errorf("%w; its processes were still not reaped %s after SIGKILL (left to a background reaper)", cause, killGrace)
 	}
 	sio.finish()
 	res := Result{Stdout: sio.out.Bytes(), Stderr: sio.err.Bytes()}
@@ -484,6 +461,7 @@ func wait(ctx context.Context, timeout time.Duration, sio *stdio, waitFn func() 
 		res.ExitCode = -1
 		return res, cause
 	}
+	ps, werr := r.ps, r.err
 	if ps == nil {
 		return res, fmt.Errorf("wait: %w", werr)
 	}

@@ -10,12 +10,10 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/schollz/progressbar/v3"
 
 	"github.com/kptr-dev/kptr/cache"
 )
@@ -45,8 +43,12 @@ func (g *globals) openCacheWith(lvl slog.Level, extra ...cache.Option) (*cache.C
 		}
 		mirrors = append(mirrors, mm)
 	}
+	if g.cacheDir == "" {
+		return nil, withCode(exitEnv, errors.New("no cache directory: KPTR_CACHE_DIR, XDG_CACHE_HOME and HOME are all unset; set one of them or pass --cache-dir"))
+	}
 	log := g.logger()
 	opts := []cache.Option{
+		cache.WithTimeout(g.regTimeout),
 		cache.WithMirrors(mirrors...),
 		cache.WithInsecureRegistries(g.insecure...),
 		cache.WithPullPolicy(policy),
@@ -68,77 +70,6 @@ func (g *globals) openCacheWith(lvl slog.Level, extra ...cache.Option) (*cache.C
 	return c, nil
 }
 
-// barProgress draws one progress bar per layer (bytes) on a terminal.
-type barProgress struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
-}
-
-func (p *barProgress) Layer(image string, d v1.Hash, size int64) cache.LayerProgress {
-	bar := progressbar.NewOptions64(size,
-		progressbar.OptionSetWriter(lockedWriter{&p.mu, p.w}),
-		progressbar.OptionSetDescription(shortDigest(d)),
-		progressbar.OptionShowBytes(true),
-		progressbar.OptionShowCount(),
-		progressbar.OptionSetWidth(30),
-		progressbar.OptionThrottle(100*time.Millisecond),
-		progressbar.OptionOnCompletion(func() { fmt.Fprintln(lockedWriter{&p.mu, p.w}) }),
-	)
-	return &barLayer{bar: bar}
-}
-
-type barLayer struct{ bar *progressbar.ProgressBar }
-
-func (b *barLayer) Add(n int) { _ = b.bar.Add(n) }
-func (b *barLayer) Done(err error) {
-	if err == nil {
-		_ = b.bar.Finish()
-		return
-	}
-	_ = b.bar.Exit()
-}
-
-// logProgress logs one line when a layer starts and one when it ends.
-type logProgress struct {
-	log *slog.Logger
-	lvl slog.Level
-}
-
-func (p *logProgress) Layer(image string, d v1.Hash, size int64) cache.LayerProgress {
-	p.log.Log(context.Background(), p.lvl, "fetching layer", "image", image, "digest", d.String(), "bytes", size)
-	return &logLayer{log: p.log, lvl: p.lvl, image: image, d: d, start: time.Now()}
-}
-
-type logLayer struct {
-	log   *slog.Logger
-	lvl   slog.Level
-	image string
-	d     v1.Hash
-	n     int64
-	start time.Time
-	mu    sync.Mutex
-}
-
-func (l *logLayer) Add(n int) { l.mu.Lock(); l.n += int64(n); l.mu.Unlock() }
-func (l *logLayer) Done(err error) {
-	if err != nil {
-		l.log.Warn("layer failed", "image", l.image, "digest", l.d.String(), "error", err)
-		return
-	}
-	l.log.Log(context.Background(), l.lvl, "fetched layer", "image", l.image, "digest", l.d.String(), "bytes", l.n, "duration", time.Since(l.start).Round(time.Millisecond))
-}
-
 func shortDigest(d v1.Hash) string {
 	if len(d.Hex) > 12 {
 		return d.Algorithm + ":" + d.Hex[:12]
@@ -148,7 +79,8 @@ func shortDigest(d v1.Hash) string {
 
 func init() {
 	register(&command{name: "cache pull", summary: "pull and unpack images into the cache", run: runCachePull})
-	register(&command{name: "cache ls", summary: "list cached images", run: runCacheLs})
+	register(&command{name: "cache ls", summary: "list cached images; with IMAGE arguments, whether each is cached (docker image inspect)", run: runCacheLs})
+	register(&command{name: "cache tag", summary: "give a cached image another name, offline (docker tag SRC DST)", run: runCacheTag})
 	register(&command{name: "cache prune", summary: "remove cached images by size or age (LRU first)", run: runCachePrune})
 	register(&command{name: "cache verify", summary: "re-hash every blob and rootfs; --repair removes what is corrupt", run: runCacheVerify})
 	register(&command{name: "cache import", summary: "import OCI layouts, OCI or docker-archive tarballs", run: runCacheImport})
@@ -203,8 +135,8 @@ func reported(err error) error {
 	return &exitError{code: exitCodeOf(err), err: errReported}
 }
 
-func runCacheLs(ctx context.Context, g *globals, args []string) error {
-	fs := g.flagSet("cache ls", "[--json]")
+func runCacheLs(ctx context.Context, g *globals, args []string) (err error) {
+	fs := g.flagSet("cache ls", "[--json] [IMAGE...]")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := g.parse(fs, args); err != nil {
 		return err
@@ -214,9 +146,29 @@ func runCacheLs(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	defer c.Close()
-	list, err := c.List(ctx)
-	if err != nil {
-		return err
+	var list []cache.Image
+	var missing error
+	if fs.NArg() == 0 {
+		if list, err = c.List(ctx); err != nil {
+			return err
+		}
+	}
+	// with IMAGE arguments: only those, and exit code 1 when one is not
+	// cached, as `docker image inspect` answers from docker's store
+	for _, ref := range fs.Args() {
+		im, ok, err := c.Present(ctx, ref)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			fmt.Fprintf(g.stderr, "Error: No such image: %s\n", ref)
+			missing = withCode(exitFunction, errReported)
+			continue
+		}
+		list = append(list, im)
+	}
+	if missing != nil {
+		defer func() { err = missing }()
 	}
 	if *asJSON {
 		enc := json.NewEncoder(g.stdout)
@@ -245,6 +197,22 @@ func runCacheLs(ctx context.Context, g *globals, args []string) error {
 		}
 	}
 	return tw.Flush()
+}
+
+func runCacheTag(ctx context.Context, g *globals, args []string) error {
+	fs := g.flagSet("cache tag", "SRC DST")
+	if err := g.parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 2 {
+		return usageError("expected SRC and DST, got %d argument(s)", fs.NArg())
+	}
+	c, err := g.openCache(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return c.Tag(ctx, fs.Arg(0), fs.Arg(1))
 }
 
 func orDash(s string) string {

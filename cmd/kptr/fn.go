@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,9 +80,7 @@ func (l *lazyEnv) Run(ctx context.Context, b cache.Bundle, inv runtime.Invocatio
 func (g *globals) kptFailure(err error) error {
 	var pe *pipeline.Error
 	if errors.As(err, &pe) {
-		if m := pe.Message(); m != "" {
-			fmt.Fprintf(g.stderr, "%s \n", m)
-		}
+		fmt.Fprint(g.stderr, pe.Line())
 	} else {
 		fmt.Fprintf(g.stderr, "Error: %v \n", err)
 	}
@@ -93,6 +92,16 @@ func (g *globals) kptFailure(err error) error {
 func (g *globals) usage(err error) error {
 	if kptMode && !errors.Is(err, errHelp) {
 		fmt.Fprintf(g.stderr, "Error: %v \n", err)
+		return withCode(exitFunction, errReported)
+	}
+	return err
+}
+
+// evalUsage reports an invalid eval invocation: exit 2 for kptr; as kpt
+// (whose eval checks its flags in PreRunE) "error: <msg>" and exit 1.
+func (g *globals) evalUsage(err error) error {
+	if kptMode && !errors.Is(err, errHelp) {
+		fmt.Fprintf(g.stderr, "error: %v\n", err)
 		return withCode(exitFunction, errReported)
 	}
 	return err
@@ -158,6 +167,7 @@ func runFnEval(ctx context.Context, g *globals, args []string) error {
 	var fn pipeline.EvalFunction
 	var execPath, output, resultsDir string
 	var network, asCurrentUser, truncate, allowWasm, save bool
+	var fnType string
 	var env, mounts []string
 	var matchLabels, matchAnns, exclLabels, exclAnns []string
 	fs.StringVarP(&fn.Image, "image", "i", "", "function image (a name without '/' gets the image prefix)")
@@ -185,13 +195,21 @@ func runFnEval(ctx context.Context, g *globals, args []string) error {
 	fs.StringArrayVarP(&env, "env", "e", nil, "KEY=VALUE or KEY (from the environment) for the function, repeatable")
 	fs.BoolVar(&asCurrentUser, "as-current-user", false, "run the function as the current uid/gid instead of nobody")
 	fs.BoolVar(&truncate, "truncate-output", true, "accepted for kpt compatibility")
-	fs.BoolVar(&save, "save", false, "not supported by kptr")
+	fs.BoolVarP(&save, "save", "s", false, "add the function and its arguments to the Kptfile's pipeline after a successful run (needs --type)")
+	fs.StringVarP(&fnType, "type", "t", "", "mutator or validator: the Kptfile pipeline list --save adds the function to")
+	fs.StringVar(&fn.Tag, "tag", "", "replace the --image tag: a semver constraint picks the highest matching tag, anything else is used literally")
 	fs.BoolVar(&allowWasm, "allow-alpha-wasm", false, "not supported by kptr")
 	if err := g.parse(fs, args); err != nil {
 		return g.usage(err)
 	}
-	if save || allowWasm {
-		return g.usage(usageError("--save and --allow-alpha-wasm are not supported by kptr"))
+	if allowWasm {
+		return g.usage(usageError("--allow-alpha-wasm is not supported by kptr"))
+	}
+	if err := pipeline.CheckSave(save, fnType); err != nil {
+		return g.evalUsage(usageError("%v", err))
+	}
+	if save {
+		fn.SaveAs = fnType
 	}
 	if execPath != "" && fn.Exec == "" {
 		fn.Exec = execPath
@@ -208,21 +226,29 @@ func runFnEval(ctx context.Context, g *globals, args []string) error {
 	if len(pos) == 1 {
 		dir = pos[0]
 	}
-	if (fn.Image == "") == (fn.Exec == "") {
-		return g.usage(usageError("must specify exactly one of --image and --exec"))
+	if fn.Image == "" && fn.Exec == "" {
+		return g.evalUsage(usageError("must specify --image or --exec"))
+	}
+	if fn.Image != "" && fn.Exec != "" {
+		return g.evalUsage(usageError("must specify exactly one of --image and --exec"))
 	}
 	if err := prepareResultsDir(resultsDir, output); err != nil {
 		return g.kptFailure(err)
 	}
 	if len(kv) > 0 {
 		if fn.FnConfig != "" {
-			return g.usage(usageError("function config file and data cannot both be given"))
+			return g.evalUsage(usageError("function arguments can only be specified without function config file"))
 		}
 		fn.ConfigMap = map[string]string{}
-		for _, a := range kv {
+		for i, a := range kv {
 			k, v, ok := strings.Cut(a, "=")
+			if !ok && i == 0 {
+				// kpt: the first argument may be the functionConfig's kind
+				fn.ConfigKind = a
+				continue
+			}
 			if !ok {
-				return g.usage(usageError("function argument %q must be KEY=VALUE", a))
+				return g.evalUsage(usageError("args must have keys and values separated by ="))
 			}
 			fn.ConfigMap[k] = v
 		}
@@ -239,6 +265,22 @@ func runFnEval(ctx context.Context, g *globals, args []string) error {
 	}
 	if fn.Exclusion.Annotations, err = kvMap(exclAnns); err != nil {
 		return g.usage(err)
+	}
+	if dir != "-" {
+		// kpt's eval resolves the package path as render does, with its warning
+		if fn.FnConfig != "" {
+			if _, err := os.Stat(fn.FnConfig); os.IsNotExist(err) {
+				return g.evalUsage(usageError("missing function config file: %s", fn.FnConfig))
+			}
+		}
+		if dir, err = kptResolveSymlink(dir, g.stderr); err != nil {
+			return g.evalUsage(err)
+		}
+	}
+	if save {
+		if err := pipeline.CheckSaveFnConfig(dir, fn.FnConfig); err != nil {
+			return g.evalUsage(usageError("%v", err))
+		}
 	}
 	opts := g.baseOptions(ctx)
 	opts.AllowNetwork = network

@@ -31,9 +31,22 @@ type globals struct {
 	pullPolicy  string
 	imagePrefix string
 	fnTimeout   time.Duration
+	regTimeout  time.Duration
 	sandbox     string
 	logLevel    string
 	progress    string
+
+	// atExit runs when the command has finished (run's deferred cleanup):
+	// the sandbox's Close, so no prepared sandbox outlives kptr.
+	atExit []func() error
+}
+
+// cleanup runs the atExit functions, last registered first.
+func (g *globals) cleanup() {
+	for i := len(g.atExit) - 1; i >= 0; i-- {
+		_ = g.atExit[i]()
+	}
+	g.atExit = nil
 }
 
 func newGlobals(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) *globals {
@@ -63,6 +76,7 @@ func (g *globals) flagSet(name, usage string) *pflag.FlagSet {
 	fs.StringVar(&g.pullPolicy, "image-pull-policy", envOr(env("KPTR_IMAGE_PULL_POLICY"), "IfNotPresent"), "Always, IfNotPresent or Never (KPTR_IMAGE_PULL_POLICY)")
 	fs.StringVar(&g.imagePrefix, "image-prefix", envOr(env("KPT_IMAGE_PREFIX"), "ghcr.io/kptdev/krm-functions-catalog/"), "prefix for image names without a '/' (KPT_IMAGE_PREFIX)")
 	fs.DurationVar(&g.fnTimeout, "fn-timeout", envDuration(env("KPTR_FN_TIMEOUT"), 5*time.Minute), "time limit of one function run (KPTR_FN_TIMEOUT)")
+	fs.DurationVar(&g.regTimeout, "registry-timeout", envDuration(env("KPTR_REGISTRY_TIMEOUT"), 30*time.Second), "time a registry may take to connect, to answer, and to send each next KiB (KPTR_REGISTRY_TIMEOUT)")
 	fs.StringVar(&g.sandbox, "sandbox", envOr(env("KPTR_SANDBOX"), "auto"), "auto (refuse to run without a working sandbox) or none (run functions unsandboxed) (KPTR_SANDBOX)")
 	fs.StringVar(&g.logLevel, "log-level", envOr(env("KPTR_LOG_LEVEL"), "info"), "debug, info, warn or error (KPTR_LOG_LEVEL)")
 	fs.StringVar(&g.progress, "progress", envOr(env("KPTR_PROGRESS"), "auto"), "auto (bars on a terminal), plain (log lines) or none (KPTR_PROGRESS)")
@@ -144,7 +158,7 @@ func (g *globals) checkSettings(fs *pflag.FlagSet) error {
 		}
 		return env + " (--" + flag + ")"
 	}
-	if strings.TrimSpace(g.cacheDir) == "" {
+	if (fs.Changed("cache-dir") || g.cacheDir != "") && strings.TrimSpace(g.cacheDir) == "" {
 		// Open("") would make the current directory the cache (a user's
 		// package, with `cache prune` removing files from it).
 		return usageError("--cache-dir: empty; name a directory (or leave the flag out for the default)")
@@ -152,6 +166,9 @@ func (g *globals) checkSettings(fs *pflag.FlagSet) error {
 	if g.fnTimeout <= 0 {
 		// The sandbox would kill every function at once ("timed out after 0s").
 		return usageError("%s: want a positive duration, got %s", from("fn-timeout", "KPTR_FN_TIMEOUT"), g.fnTimeout)
+	}
+	if g.regTimeout <= 0 {
+		return usageError("%s: want a positive duration, got %s", from("registry-timeout", "KPTR_REGISTRY_TIMEOUT"), g.regTimeout)
 	}
 	if _, err := cache.ParsePullPolicy(g.pullPolicy); err != nil {
 		return usageError("%s: %v", from("image-pull-policy", "KPTR_IMAGE_PULL_POLICY"), err)
@@ -218,6 +235,11 @@ func (g *globals) isTerminal() bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
+// defaultCacheDir is where the cache lives unless --cache-dir says: as Go's
+// os.UserCacheDir, $XDG_CACHE_HOME/kptr, else $HOME/.cache/kptr, and
+// nothing ("") when neither is set. Never a shared directory such as
+// /tmp/kptr-cache, which any user could create first and fill with images
+// for everyone else to run (issue 9): the command then asks for a directory.
 func defaultCacheDir(env func(string) string) string {
 	if d := env("KPTR_CACHE_DIR"); d != "" {
 		return d
@@ -228,7 +250,7 @@ func defaultCacheDir(env func(string) string) string {
 	if h := env("HOME"); h != "" {
 		return filepath.Join(h, ".cache", "kptr")
 	}
-	return filepath.Join(os.TempDir(), "kptr-cache")
+	return ""
 }
 
 func splitList(s string) []string {

@@ -81,6 +81,7 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	g := newGlobals(stdin, stdout, stderr, os.Getenv)
+	defer g.cleanup()
 	args := argv[1:]
 	if invokedAsKpt(argv[0]) {
 		var err error

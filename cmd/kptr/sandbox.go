@@ -34,5 +34,6 @@ func (g *globals) newRunner() (runtime.Runner, error) {
 		}
 		return nil, withCode(exitEnv, fmt.Errorf("sandbox: %w; run 'kptr doctor'", err))
 	}
+	g.atExit = append(g.atExit, sb.Close)
 	return sb, nil
 }

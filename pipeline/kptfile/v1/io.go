@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -222,6 +224,22 @@ func ReadFunctionConfig(fsys fs.FS, pkg, configPath string) (*yaml.RNode, error)
 		return nil, fmt.Errorf("failed to open functionConfig from path %q: %w", configPath, err)
 	}
 	defer f.Close()
+	return decodeFunctionConfig(f, configPath)
+}
+
+// ReadFunctionConfigFile reads a functionConfig file named on the command
+// line (fn eval --fn-config), by its absolute path, as ReadFunctionConfig
+// reads one of a package's.
+func ReadFunctionConfigFile(abs string) (*yaml.RNode, error) {
+	f, err := os.Open(abs)
+	if err != nil {
+		return nil, fmt.Errorf("failed to open functionConfig from path %q: %w", abs, err)
+	}
+	defer f.Close()
+	return decodeFunctionConfig(f, abs)
+}
+
+func decodeFunctionConfig(f io.Reader, configPath string) (*yaml.RNode, error) {
 	nodes, err := (&kio.ByteReader{Reader: f, PreserveSeqIndent: true, WrapBareSeqNode: true, DisableUnwrapping: true}).Read()
 	if err != nil {
 		return nil, fmt.Errorf("failed to read functionConfig %q: %w", configPath, fileerr.YAML(err))

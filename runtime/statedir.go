@@ -1,0 +1,205 @@
+package runtime
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The run-state directory holds, for every run, entries named after the
+// kptr process that owns them, kptr-<pid>-<token> (the token is random per
+// process, so a recycled pid, or a process of another pid namespace that
+// shares the directory, never takes another's names):
+//
+//	kptr-<pid>-<token>-<n>        libcontainer's state of run n
+//	kptr-<pid>-<token>-<n>.root   its private root (when the image cannot be the root as it is)
+//	kptr-<pid>-<token>-<n>.rw     its overlay upper and work directories
+//	kptr-<pid>-<token>.lock       flock-ed by the owner for as long as it lives
+//
+// A run removes its own entries when it ends, however it ends. A kptr that
+// is killed mid-run (Argo CD's SIGKILL at its deadline) cannot: its lock is
+// then free (the kernel drops a flock with the last descriptor), and the
+// next kptr that opens the directory removes its entries at once. The lock
+// says whether the owner lives where its pid cannot: pids are recycled and
+// differ between pid namespaces.
+
+// runToken makes this process's names unique in a directory that outlives
+// processes.
+var runToken = func() string {
+	b := make([]byte, 4)
+	if _, err := rand.Read(b); err != nil {
+		return strconv.FormatInt(time.Now().UnixNano(), 36)
+	}
+	return hex.EncodeToString(b)
+}()
+
+// ownerName is the prefix of this process's entries.
+func ownerName() string { return fmt.Sprintf("kptr-%d-%s", os.Getpid(), runToken) }
+
+// ownerLocks holds this process's lock per state directory, open (and so
+// locked) while anything of the process may be there: from New until Close
+// for a Sandbox, from set-up to removal for a run.
+var ownerLocks = struct {
+	sync.Mutex
+	held map[string]*ownerLock
+}{held: map[string]*ownerLock{}}
+
+type ownerLock struct {
+	f    *os.File
+	refs int
+}
+
+// holdOwnerLock takes a reference on this process's lock in dir, creating
+// and locking the lock file for the first one. The file appears under its
+// name already locked (locked under a temporary name, then renamed), so no
+// pruner ever sees it free.
+func holdOwnerLock(dir string) error {
+	ownerLocks.Lock()
+	defer ownerLocks.Unlock()
+	if l := ownerLocks.held[dir]; l != nil {
+		l.refs++
+		return nil
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	name := ownerName() + ".lock"
+	f, err := root.OpenFile(name+".new", os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("lock: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		_ = root.Remove(name + ".new")
+		return fmt.Errorf("lock %s: %w", name, err)
+	}
+	if err := root.Rename(name+".new", name); err != nil {
+		f.Close()
+		_ = root.Remove(name + ".new")
+		return fmt.Errorf("lock: %w", err)
+	}
+	ownerLocks.held[dir] = &ownerLock{f: f, refs: 1}
+	return nil
+}
+
+// releaseOwnerLock drops a reference taken by holdOwnerLock; the last one
+// removes the lock file (nothing of this process is left in dir then).
+func releaseOwnerLock(dir string) {
+	ownerLocks.Lock()
+	defer ownerLocks.Unlock()
+	l := ownerLocks.held[dir]
+	if l == nil {
+		return
+	}
+	if l.refs--; l.refs > 0 {
+		return
+	}
+	delete(ownerLocks.held, dir)
+	_ = os.Remove(filepath.Join(dir, ownerName()+".lock"))
+	l.f.Close()
+}
+
+// entryOwner is the owner prefix of a state entry (kptr-<pid>-<token>) and
+// the owner's pid; ok is false for names that are no run's.
+func entryOwner(name string) (owner string, pid int, ok bool) {
+	rest, ok := strings.CutPrefix(name, "kptr-")
+	if !ok {
+		return "", 0, false
+	}
+	pidStr, rest, _ := strings.Cut(rest, "-")
+	pid, err := strconv.Atoi(pidStr)
+	if err != nil || pid <= 0 {
+		return "", 0, false
+	}
+	token, _, _ := strings.Cut(rest, "-")
+	token, _, _ = strings.Cut(token, ".")
+	if token == "" {
+		return "", 0, false
+	}
+	return "kptr-" + pidStr + "-" + token, pid, true
+}
+
+// pruneStale removes the entries of kptr processes that are gone: those
+// whose owner's lock can be taken. Entries whose owner never had a lock
+// (written by a kptr before locks, or a probe's) go by the old rule: the
+// pid does not exist here and they have been untouched for an hour.
+func pruneStale(dir string) {
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	mine := ownerName()
+	entries := map[string][]os.DirEntry{}
+	for _, de := range des {
+		if owner, _, ok := entryOwner(de.Name()); ok && owner != mine {
+			entries[owner] = append(entries[owner], de)
+		}
+	}
+	for owner, des := range entries {
+		f, err := os.OpenFile(filepath.Join(dir, owner+".lock"), os.O_RDWR|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				pruneUnlocked(dir, des)
+			}
+			continue
+		}
+		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
+			f.Close() // the owner lives
+			continue
+		}
+		for _, de := range des {
+			if de.Name() != owner+".lock" {
+				removeTree(filepath.Join(dir, de.Name()))
+			}
+		}
+		_ = os.Remove(filepath.Join(dir, owner+".lock")) // last: the entries are gone
+		f.Close()
+	}
+}
+
+// pruneUnlocked applies the rule for entries without a lock: a pid namespace
+// other than ours could share the directory, so an unknown pid alone is not
+// proof; an hour of quiet is required too.
+func pruneUnlocked(dir string, des []os.DirEntry) {
+	for _, de := range des {
+		_, pid, _ := entryOwner(de.Name())
+		fi, err := de.Info()
+		if err != nil || time.Since(fi.ModTime()) < time.Hour {
+			continue
+		}
+		if err := unix.Kill(pid, 0); errors.Is(err, unix.ESRCH) {
+			removeTree(filepath.Join(dir, de.Name()))
+		}
+	}
+}
+
+// ensurePrivateDir creates dir (mode 0711: the sandbox's mapped uid must
+// traverse it, nobody may list it) and refuses a directory someone else owns
+// or a symlink, as a shared /tmp would allow.
+func ensurePrivateDir(dir string) error {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return err
+	}
+	if err := os.Mkdir(dir, 0o711); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("%s is not a directory owned by uid %d", dir, os.Geteuid())
+	}
+	return os.Chmod(dir, 0o711)
+}
