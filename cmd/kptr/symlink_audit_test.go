@@ -43,7 +43,7 @@ func TestSymlinkedPackagePath(t *testing.T) {
 	if !strings.HasPrefix(errs, "[WARN] resolved symlink \""+link+"\" to \""+real+"\", please note that the symlinks within the package are ignored\n") {
 		t.Errorf("render: no kpt warning: %q", errs)
 	}
-	if code != 1 || !strings.Contains(errs, "gcr.io/kpt-fn/set-labels:v0.1.5: not in the cache (offline)") || out != "" {
+	if code != 1 || !strings.Contains(errs, "No such image: gcr.io/kpt-fn/set-labels:v0.1.5: image not known: not in the cache (offline)") || out != "" {
 		t.Errorf("render: the subpackage was not rendered: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 
