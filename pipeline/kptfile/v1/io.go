@@ -224,7 +224,7 @@ func ReadFunctionConfig(fsys fs.FS, pkg, configPath string) (*yaml.RNode, error)
 		return nil, fmt.Errorf("failed to open functionConfig from path %q: %w", configPath, err)
 	}
 	defer f.Close()
-	return decodeFunctionConfig(f, configPath)
+	return decodeFunctionConfig(f, configPath, fileerr.YAML)
 }
 
 // ReadFunctionConfigFile reads a functionConfig file named on the command
@@ -236,13 +236,16 @@ func ReadFunctionConfigFile(abs string) (*yaml.RNode, error) {
 		return nil, fmt.Errorf("failed to open functionConfig from path %q: %w", abs, err)
 	}
 	defer f.Close()
-	return decodeFunctionConfig(f, abs)
+	// the user's own file: its errors are kyaml's, as kpt prints them
+	return decodeFunctionConfig(f, abs, func(err error) error { return err })
 }
 
-func decodeFunctionConfig(f io.Reader, configPath string) (*yaml.RNode, error) {
+// decodeFunctionConfig decodes one functionConfig; clean filters a decoding
+// error (fileerr.YAML for a package's file, whose contents are never quoted).
+func decodeFunctionConfig(f io.Reader, configPath string, clean func(error) error) (*yaml.RNode, error) {
 	nodes, err := (&kio.ByteReader{Reader: f, PreserveSeqIndent: true, WrapBareSeqNode: true, DisableUnwrapping: true}).Read()
 	if err != nil {
-		return nil, fmt.Errorf("failed to read functionConfig %q: %w", configPath, fileerr.YAML(err))
+		return nil, fmt.Errorf("failed to read functionConfig %q: %w", configPath, clean(err))
 	}
 	if len(nodes) == 0 {
 		return nil, fmt.Errorf("functionConfig %q must contain a config", configPath)
