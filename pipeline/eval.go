@@ -64,6 +64,7 @@ func Eval(ctx context.Context, dir string, fn EvalFunction, opts Options, stdin 
 		return nil, newError(err, dir, "")
 	}
 	var input, excluded []*yaml.RNode
+	var writer *pkgWriter
 	var root string
 	if dir == "-" {
 		nodes, err := (&kio.ByteReader{Reader: stdin, PreserveSeqIndent: true, WrapBareSeqNode: true}).Read()
@@ -79,16 +80,17 @@ func Eval(ctx context.Context, dir string, fn EvalFunction, opts Options, stdin 
 		if err != nil {
 			return fail(err)
 		}
-		root = abs
-		if opts.Output != OutputMemory {
-			if err := Recover(root); err != nil {
-				return fail(err)
-			}
-		}
-		if _, err := os.Stat(root); err != nil {
+		if _, err := os.Stat(abs); err != nil {
 			return fail(err)
 		}
-		nodes, err := readTree(root)
+		// in place: locked from this read until the commit (see Render)
+		fs, w, err := openPackage(abs, opts.Output, r.pr)
+		if err != nil {
+			return fail(err)
+		}
+		defer closePackage(fs, w)
+		writer, root = w, abs
+		nodes, err := readTree(fs)
 		if err != nil {
 			return fail(err)
 		}
@@ -122,7 +124,7 @@ func Eval(ctx context.Context, dir string, fn EvalFunction, opts Options, stdin 
 		if err != nil {
 			return fail(err)
 		}
-		if fnConfig, err = kptv1.ReadFunctionConfig("", abs); err != nil {
+		if fnConfig, err = kptv1.ReadFunctionConfigFile(abs); err != nil {
 			return fail(err)
 		}
 		// the config file is the function's functionConfig, not one of its
@@ -187,7 +189,7 @@ func Eval(ctx context.Context, dir string, fn EvalFunction, opts Options, stdin 
 				deletes = append(deletes, p)
 			}
 		}
-		if err := commitFiles(root, files, deletes); err != nil {
+		if err := writer.commit(files, deletes); err != nil {
 			return fail(err)
 		}
 	default:
@@ -202,7 +204,7 @@ func Eval(ctx context.Context, dir string, fn EvalFunction, opts Options, stdin 
 		if dir == "-" {
 			dir = "."
 		}
-		if err := r.saveFunction(dir, fn); err != nil {
+		if err := r.saveFunction(dir, fn, writer); err != nil {
 			return res, newError(err, dir, "")
 		}
 	}

@@ -403,8 +403,15 @@ func enforcePathInvariants(nodes []*yaml.RNode) error {
 			seen[pkg] = map[string]map[string]bool{}
 		}
 		p, idx := pathAndIndex(n)
+		// kpt's enforcePathInvariants (internal/fnruntime/runner.go)
+		// refuses only paths that climb out; an absolute one is mapped
+		// inside the package later (adjustRelPath). Characters no file name
+		// may hold are refused here, before anything is staged.
+		if err := checkPathChars(p); err != nil {
+			return fmt.Errorf("function output: resource has invalid %s: %w", kioutil.PathAnnotation, err)
+		}
 		fp := path.Clean(p)
-		if strings.HasPrefix(fp, "../") || fp == ".." || path.IsAbs(fp) {
+		if strings.HasPrefix(fp, "../") || fp == ".." {
 			return fmt.Errorf("function must not modify resources outside of package: resource has path %s", p)
 		}
 		if seen[pkg][fp] == nil {

@@ -20,6 +20,8 @@ type renderer struct {
 	opts    Options
 	pr      *printer
 	root    *pkgNode
+	fs      *pkgFS     // the root package's files; every read goes through it
+	writer  *pkgWriter // in place: fs, locked from the first read to the commit
 	results *ResultList
 
 	mutationSteps, validationSteps []kptv1.PipelineStepResult
@@ -52,13 +54,6 @@ func Render(ctx context.Context, dir string, opts Options) (*Output, error) {
 	if err := checkOutputDir(opts.Output); err != nil {
 		return nil, newError(err, "", "")
 	}
-	// finish an interrupted write before reading the package (never in
-	// memory mode, which must not write to the checkout at all)
-	if opts.Output != OutputMemory {
-		if err := Recover(abs); err != nil {
-			return nil, newError(err, ".", "")
-		}
-	}
 	r := &renderer{ctx: ctx, opts: opts, pr: &printer{w: opts.Stderr}, results: newResultList(),
 		inputFiles: map[string]bool{}, latest: map[*pkgNode][]*yaml.RNode{}}
 	if _, err := os.Stat(filepath.Join(abs, kptv1.KptFileName)); err != nil {
@@ -66,11 +61,45 @@ func Render(ctx context.Context, dir string, opts Options) (*Output, error) {
 			return nil, newError(wrap("fn.render", "", &noKptfileError{path: abs}), ".", "")
 		}
 	}
-	r.root = &pkgNode{dir: abs, rel: ".", display: filepath.Base(abs)}
+	// in place: lock the package until the result is committed, finishing
+	// an interrupted write first; otherwise read without a lock (a memory
+	// render never writes, not even a recovery)
+	fs, writer, err := openPackage(abs, opts.Output, r.pr)
+	if err != nil {
+		return nil, newError(err, ".", "")
+	}
+	defer closePackage(fs, writer)
+	r.fs, r.writer = fs, writer
+	r.root = &pkgNode{fs: fs, dir: abs, rel: ".", display: filepath.Base(abs)}
 	if err := r.root.loadKptfile(); err != nil {
 		return nil, newError(wrap("fn.render", "", err), ".", "")
 	}
 	return r.render()
+}
+
+// openPackage opens the package at dir as output needs it: in place, for
+// writing (locked, recovered; the writer is also returned); otherwise for
+// reading, rolling forward an interrupted write of this user's except in
+// memory mode, which never writes.
+func openPackage(dir, output string, pr *printer) (*pkgFS, *pkgWriter, error) {
+	if output == OutputInPlace {
+		w, err := openWriter(dir, pr.w)
+		if err != nil {
+			return nil, nil, err
+		}
+		return w.pkgFS, w, nil
+	}
+	fs, err := openReader(dir, output != OutputMemory, func(s string) { pr.printf("%s\n", s) })
+	return fs, nil, err
+}
+
+// closePackage closes what openPackage opened, releasing the lock.
+func closePackage(fs *pkgFS, w *pkgWriter) {
+	if w != nil {
+		w.Close()
+		return
+	}
+	fs.Close()
 }
 
 func (r *renderer) render() (*Output, error) {
@@ -139,7 +168,7 @@ func (r *renderer) hydrate(pn *pkgNode) ([]*yaml.RNode, error) {
 	r.trackInput(pn, local)
 	input := append([]*yaml.RNode{}, local...)
 	for _, sub := range subs {
-		if err := sub.kf.Validate(sub.dir); err != nil {
+		if err := sub.validate(); err != nil {
 			return nil, wrap("pkg.render", sub.status(), wrap("pkg.read", sub.status(), err))
 		}
 		out, err := r.hydrate(sub)
@@ -196,7 +225,7 @@ func (r *renderer) hydrateBFS() ([]*yaml.RNode, error) {
 			return nil, kptE("pkg.render", root, err)
 		}
 		for _, sub := range subs {
-			if err := sub.kf.Validate(sub.dir); err != nil {
+			if err := sub.validate(); err != nil {
 				return nil, kptE("pkg.render", root, wrap("pkg.read", sub.status(), err))
 			}
 		}
@@ -571,17 +600,22 @@ func adjustRelPath(root *pkgNode, nodes []*yaml.RNode) error {
 		if err != nil {
 			return err
 		}
-		if pkgDir != "" && pkgDir != root.dir {
+		// kpt's pathRelToRoot (internal/util/render/executor.go):
+		// filepath.Join(subpackage relative to root, Clean(path)), which
+		// also maps a function's absolute path inside its package
+		// ("/x.yaml" in the root package is written to x.yaml)
+		if pkgDir != "" {
 			rel, err := filepath.Rel(root.dir, pkgDir)
 			if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
 				return fmt.Errorf("subpackage %q is not a descendant of %q", pkgDir, root.dir)
 			}
-			p = filepath.Join(rel, filepath.Clean(p))
-			if err := setAnnotation(n, kioutil.PathAnnotation, p); err != nil {
-				return err
-			}
-			if err := setAnnotation(n, kioutil.LegacyPathAnnotation, p); err != nil { //nolint:staticcheck
-				return err
+			if np := filepath.Join(rel, filepath.Clean(p)); np != p {
+				if err := setAnnotation(n, kioutil.PathAnnotation, np); err != nil {
+					return err
+				}
+				if err := setAnnotation(n, kioutil.LegacyPathAnnotation, np); err != nil { //nolint:staticcheck
+					return err
+				}
 			}
 		}
 		if err := clearAnnotation(n, pkgPathAnnotation); err != nil {

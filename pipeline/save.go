@@ -3,7 +3,6 @@ package pipeline
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -118,12 +117,22 @@ func updateFnList(fns []kptv1.Function, f kptv1.Function, fnType string) ([]kptv
 // re-marshalled from its struct with wide sequence indentation, its comments
 // and field order copied back from the file as it was. Like kpt, a missing
 // or unreadable Kptfile is reported on the transcript, not as an error.
-func (r *renderer) saveFunction(dir string, fn EvalFunction) error {
+//
+// The Kptfile is read and written through the package's root, under its
+// lock: w, the eval's own writer when it wrote in place, else one opened here.
+func (r *renderer) saveFunction(dir string, fn EvalFunction, w *pkgWriter) error {
 	root, err := filepath.Abs(dir)
 	if err != nil {
 		return err
 	}
-	kf, err := kptv1.Read(root, ".")
+	if w == nil {
+		if w, err = openWriter(root, r.pr.w); err != nil {
+			r.pr.printf("function is not added to Kptfile: %v\n", err)
+			return nil
+		}
+		defer w.Close()
+	}
+	kf, err := kptv1.Read(w.pkgFS, ".", w.dir, ".")
 	if err != nil {
 		r.pr.printf("function not added: Kptfile not exists\n")
 		return nil
@@ -141,12 +150,17 @@ func (r *renderer) saveFunction(dir string, fn EvalFunction) error {
 	} else {
 		kf.Pipeline.Mutators, msg = updateFnList(kf.Pipeline.Mutators, f, fn.SaveAs)
 	}
-	b, err := marshalKeepingComments(filepath.Join(root, kptv1.KptFileName), kf)
+	cur, err := w.ReadFile(kptv1.KptFileName)
+	if err != nil {
+		r.pr.printf("function is not added to Kptfile: could not read Kptfile: %v\n", err)
+		return nil
+	}
+	b, err := marshalKeepingComments(cur, kf)
 	if err != nil {
 		r.pr.printf("function is not added to Kptfile: %v\n", err)
 		return nil
 	}
-	if err := commitFiles(root, map[string][]byte{kptv1.KptFileName: b}, nil); err != nil {
+	if err := w.commit(map[string][]byte{kptv1.KptFileName: b}, nil); err != nil {
 		r.pr.printf("function is not added to Kptfile: %v\n", err)
 		return nil
 	}
@@ -156,13 +170,9 @@ func (r *renderer) saveFunction(dir string, fn EvalFunction) error {
 
 // marshalKeepingComments is kpt's preserveCommentsAndFieldOrder followed by
 // kptfileutil.WriteFile: kf marshalled, the comments and field order of the
-// file at path copied onto it (kyaml's CopyComments and SyncOrder), written
+// file's current contents cur copied onto it (kyaml's CopyComments and SyncOrder), written
 // with wide sequence indentation.
-func marshalKeepingComments(path string, kf *kptv1.KptFile) ([]byte, error) {
-	cur, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("could not read Kptfile: %v", err)
-	}
+func marshalKeepingComments(cur []byte, kf *kptv1.KptFile) ([]byte, error) {
 	orig, err := yaml.Parse(string(cur))
 	if err != nil {
 		return nil, fmt.Errorf("could not read Kptfile: %v", err)
