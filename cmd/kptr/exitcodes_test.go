@@ -106,7 +106,7 @@ func exitCases(f exitFixtures) []exitCase {
 		{"input", []string{"fn", "sink", f.existing}, nil, 2, 1, "already exists"},
 
 		{"usage", []string{"generate", "--bogus"}, nil, 2, 1, "kptr generate: unknown flag: --bogus"},
-		{"usage", []string{"generate", f.ok}, map[string]string{"KPTR_SANDBOX": "sometimes"}, 2, -1, "KPTR_SANDBOX (--sandbox): want auto or none"},
+		{"usage", []string{"generate", f.ok}, map[string]string{"KPTR_SANDBOX": "sometimes"}, 2, -1, "KPTR_SANDBOX (--sandbox): want auto, namespace, landlock or none"},
 		{"input", []string{"generate", f.noKptfile}, nil, 2, -1, "kptr generate: no Kptfile in the application path"},
 		{"function", []string{"generate", f.failing}, exec, 1, -1, "kptr generate: render .: false: function failed"},
 		{"registry", []string{"generate", f.registry}, allowed, 3, -1, "connection refused"},
@@ -189,6 +189,8 @@ func TestExitCodes(t *testing.T) {
 // max_user_namespaces is 0.
 func TestExitCodesWithoutSandbox(t *testing.T) {
 	if os.Getenv("KPTR_NOSANDBOX_CHILD") == "1" {
+		// the namespace tier alone: auto would fall back to the landlock tier
+		t.Setenv("KPTR_SANDBOX", "namespace")
 		f := newExitFixtures(t)
 		for _, c := range []exitCase{
 			{"sandbox", []string{"fn", "render", f.registry, "-o", "unwrap"}, nil, 3, 1, "run 'kptr doctor'"},
