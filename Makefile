@@ -17,21 +17,29 @@ build: ## build bin/kptr
 build-seccomp: ## build bin/kptr with the seccomp profile (needs libseccomp-dev)
 	$(GO) build -tags seccomp -ldflags '$(LDFLAGS)' -o bin/kptr-seccomp ./cmd/kptr
 
-test: build ## run every test suite (what CI runs)
+# Every suite's log ends with its counts: test/testsum reads the `go test
+# -json` (or test2json) events and prints one line per package, the output of
+# what failed, and a final "N passed, N failed, N skipped" line per suite.
+TESTSUM := $(CURDIR)/bin/testsum
+
+$(TESTSUM): test/testsum/*.go
+	$(GO) build -o $(TESTSUM) ./test/testsum
+
+test: build $(TESTSUM) ## run every test suite (what CI runs)
 	$(GO) vet ./...
 	$(MAKE) test-unit
 	$(MAKE) test-unpriv
 	$(MAKE) test-seccomp
 	$(MAKE) test-argocd
 
-test-unit: ## all Go tests as the current user
-	$(GO) test -count=1 -timeout 25m ./...
+test-unit: $(TESTSUM) ## all Go tests as the current user
+	@set -o pipefail; $(GO) test -json -count=1 -timeout 25m ./... | $(TESTSUM) -suite "unit tests as $$(id -un)"
 
 # The sandbox suites (runtime/ and kptr's doctor/refusal tests) compiled once,
 # then run as the sidecar runs: uid 999, no capabilities, no_new_privs, its own
 # HOME and TMPDIR, fixture binaries prebuilt (uid 999 has no Go toolchain cache).
 UNPRIV_UID ?= 999
-SANDBOX_CMD_TESTS := ^(TestDoctor|TestNewRunnerModes|TestRefusesWithoutUserNamespaces)$$
+SANDBOX_CMD_TESTS := ^(TestDoctor|TestNewRunnerModes|TestRefusesWithoutUserNamespaces|TestExitCodesWithoutSandbox)$$
 define run-unpriv
 	set -euo pipefail; d=$$(mktemp -d /tmp/kptr-unpriv.XXXXXX); trap 'rm -rf "$$d"' EXIT; \
 	mkdir -p "$$d/bin" "$$d/home" "$$d/tmp"; \
@@ -44,16 +52,17 @@ define run-unpriv
 	  as="setpriv --reuid=$(UNPRIV_UID) --regid=$(UNPRIV_UID) --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs"; \
 	else as="setpriv --no-new-privs"; fi; \
 	cd "$$d"; e="env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=$$d/home TMPDIR=$$d/tmp KPTR_FIXTURE_BIN_DIR=$$d/bin"; \
-	echo "== runtime suite as uid $$($$e $$as id -u) (no caps, no_new_privs) $(1)"; \
-	$$e $$as ./runtime.test -test.count=1 -test.timeout=10m; \
-	$$e $$as ./kptr.test -test.count=1 -test.run '$(SANDBOX_CMD_TESTS)'
+	who="as uid $$($$e $$as id -u), no caps, no_new_privs$(if $(1), with seccomp)"; \
+	echo "== runtime suite $$who"; \
+	$$e $$as ./runtime.test -test.v=test2json -test.count=1 -test.timeout=10m 2>&1 | $(GO) tool test2json -t -p runtime | $(TESTSUM) -suite "runtime suite $$who"; \
+	$$e $$as ./kptr.test -test.v=test2json -test.count=1 -test.run '$(SANDBOX_CMD_TESTS)' 2>&1 | $(GO) tool test2json -t -p cmd/kptr | $(TESTSUM) -suite "cmd/kptr sandbox tests $$who"
 endef
 
-test-unpriv: ## the sandbox suite again as uid 999 with no capabilities and no_new_privs
+test-unpriv: $(TESTSUM) ## the sandbox suite again as uid 999 with no capabilities and no_new_privs
 	@$(call run-unpriv,)
 
-test-seccomp: ## the sandbox suite built with the seccomp tag (libseccomp), as root and as uid 999
-	$(GO) test -count=1 -tags seccomp ./runtime
+test-seccomp: $(TESTSUM) ## the sandbox suite built with the seccomp tag (libseccomp), as root and as uid 999
+	@set -o pipefail; $(GO) test -json -count=1 -tags seccomp ./runtime | $(TESTSUM) -suite "runtime with seccomp as $$(id -un)"
 	@$(call run-unpriv,-tags seccomp)
 
 bench-runtime: ## per-run cost of the sandbox (cold, pipelined, prepared) vs bare exec, bwrap, podman (root); as root and as uid 999 (figures → BENCHMARKS.md)
@@ -86,7 +95,7 @@ demo: build ## render the bundled example offline with a separate demo cache
 	@set -euo pipefail; \
 	echo "== building the example function images from test/fixtures (no daemon, no network)"; \
 	$(GO) run ./examples/build-images -out out/demo-images; \
-	rm -rf $(DEMO_CACHE) out/demo; \
+	rm -rf $(DEMO_CACHE) out/demo out/demo-again; \
 	echo "== importing them into $(DEMO_CACHE)"; \
 	$(BIN) cache import --cache-dir $(DEMO_CACHE) out/demo-images; \
 	cp -r examples/demo out/demo; \
@@ -94,7 +103,11 @@ demo: build ## render the bundled example offline with a separate demo cache
 	$(BIN) fn render out/demo --cache-dir $(DEMO_CACHE) --offline --sandbox $(DEMO_SANDBOX); \
 	echo "== the rendered package (out/demo), Kptfiles aside:"; \
 	for f in $$(cd out/demo && find . -name '*.yaml' | sort); do echo "--- $$f"; cat out/demo/$$f; done; \
-	echo "== what changed:"; diff -ru examples/demo out/demo --exclude=Kptfile --exclude=README.md || true
+	echo "== what changed:"; diff -ru examples/demo out/demo --exclude=Kptfile --exclude=README.md || true; \
+	cp -r out/demo out/demo-again; \
+	$(BIN) fn render out/demo-again --cache-dir $(DEMO_CACHE) --offline --sandbox $(DEMO_SANDBOX) >/dev/null 2>&1; \
+	if diff -r --exclude=Kptfile out/demo out/demo-again >/dev/null; then echo "== rendering out/demo again changes no resource (the generator is idempotent)"; \
+	else echo "== rendering out/demo again changed it:"; diff -ru --exclude=Kptfile out/demo out/demo-again; exit 1; fi
 
 # --- Argo CD plugin: image, argocd-cmp-server, end-to-end test -------------
 IMAGE_TAG ?= ghcr.io/kptr-dev/kptr:$(subst +,-,$(VERSION))
@@ -124,8 +137,8 @@ argocd-cmp-server: ## build (or reuse) Argo CD's argocd-cmp-server for the end-t
 	  mv $(ARGOCD_CMP_SERVER).tmp $(ARGOCD_CMP_SERVER); }
 	@echo "argocd-cmp-server: $(ARGOCD_CMP_SERVER)"
 
-test-argocd: build argocd-cmp-server ## end-to-end: kptr generate through a real argocd-cmp-server as uid 999 without capabilities
-	cd $(CMPSERVER_DIR) && KPTR_BIN=$(CURDIR)/$(BIN) ARGOCD_CMP_SERVER=$(ARGOCD_CMP_SERVER) $(GO) test -count=1 -timeout 10m ./...
+test-argocd: build argocd-cmp-server $(TESTSUM) ## end-to-end: kptr generate through a real argocd-cmp-server as uid 999 without capabilities
+	@set -o pipefail; cd $(CMPSERVER_DIR) && KPTR_BIN=$(CURDIR)/$(BIN) ARGOCD_CMP_SERVER=$(ARGOCD_CMP_SERVER) $(GO) test -json -count=1 -timeout 10m ./... | $(TESTSUM) -suite "Argo CD end-to-end"
 
 bench-argocd: build argocd-cmp-server ## Argo CD render latency through argocd-cmp-server, warm and cold cache
 	cd $(CMPSERVER_DIR) && KPTR_BIN=$(CURDIR)/$(BIN) ARGOCD_CMP_SERVER=$(ARGOCD_CMP_SERVER) $(GO) test -run '^$$' -bench . -benchtime 20x ./...

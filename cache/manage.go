@@ -22,7 +22,8 @@ type Image struct {
 	Platform string    // e.g. linux/amd64, when unpacked
 	Unpacked bool      // a committed rootfs exists
 	Bytes    int64     // rootfs bytes plus the image's blob bytes
-	LastUsed time.Time // last Resolve (or unpack/record time)
+	LastUsed time.Time // last Resolve (or unpack/record time): prune's LRU order
+	LastRun  time.Time // last function run that used it (MarkRun); zero: none since it was unpacked
 	Resolved time.Time // latest time one of Refs was resolved to this digest
 	InUse    bool      // a running kptr process holds it
 }
@@ -76,6 +77,7 @@ func (c *Cache) images() (map[string]*imageInfo, error) {
 		if st, err := os.Stat(c.metaPath(h.Hex)); err == nil {
 			ii.LastUsed = st.ModTime()
 		}
+		ii.LastRun = c.lastRun(h.Hex)
 	}
 	for _, ii := range out {
 		ii.blobs = c.imageBlobs(ii.Digest)

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -209,7 +208,8 @@ func (c *Cache) Import(ctx context.Context, src string, opts ...ImportOption) ([
 		tmp := c.tempPath("import")
 		defer os.RemoveAll(tmp)
 		if err := untarPlain(src, tmp); err != nil {
-			return nil, &Error{Err: fmt.Errorf("import %s: not a complete tarball (%w); want an OCI layout directory, an OCI layout tarball or a docker-archive tarball", src, err)}
+			// the user's input is not an image archive: a usage error (2), not the cache's
+			return nil, &Error{Err: fmt.Errorf("import %s: not a complete tarball (%w); want an OCI layout directory, an OCI layout tarball or a docker-archive tarball", src, err), code: 2}
 		}
 		dir = tmp
 	}
@@ -221,7 +221,7 @@ func (c *Cache) Import(ctx context.Context, src string, opts ...ImportOption) ([
 	case exists(filepath.Join(dir, "manifest.json")):
 		refs, descs, err = c.importDockerArchive(ctx, dir)
 	default:
-		err = errors.New("neither an OCI image layout nor a docker archive")
+		return nil, &Error{Err: fmt.Errorf("import %s: neither an OCI image layout nor a docker archive", src), code: 2}
 	}
 	if err != nil {
 		return nil, &Error{Err: fmt.Errorf("import %s: %w", src, err)}

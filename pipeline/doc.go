@@ -10,20 +10,40 @@
 // in-memory resolver and a plain exec runner.
 //
 // Guarantees:
+//   - Package files stay in the package: every read, write, rename, mkdir
+//     and removal of a package file goes through an os.Root on the package
+//     (pkgfs.go), so no symbolic link is followed out of it; one that leaves
+//     it is an error naming the file, for reading and for writing. Links
+//     inside the package behave as in kpt. FIFOs and devices are not read.
+//     Errors about a file's contents name the file and the line, never quote
+//     the contents.
 //   - In-place writes are atomic per render: every changed file is staged
 //     next to the package, a journal is committed with one rename, and only
 //     then are files renamed into place. A process killed before the commit
 //     leaves the package untouched; one killed after it is rolled forward by
-//     the next Render, Eval or Recover on that package. Writers of the same
-//     package serialise on a flock of its directory.
+//     the next Render, Eval or Recover on that package. A journal is acted
+//     upon only if it verifies (HMAC with the user's key, bound to this
+//     package directory) and every operation passes the checks (journal.go);
+//     a foreign one fails an in-place write with nothing changed and is
+//     ignored by other outputs.
+//   - One writer at a time: an in-place Render or Eval, Sink and Recover hold
+//     the package's lock (a flock of its directory, and of every package
+//     directory around it) from their first read to their commit, so a
+//     concurrent writer's change is never lost; readers take no lock and
+//     never wait.
+//   - Output paths are checked before anything is staged (control
+//     characters, paths that climb out, over-long names, the staging area):
+//     a package is never left in a state that fails the next command.
 //   - OutputMemory never writes to the package (not even the Kptfile status
 //     or a recovery), so it is safe on read-only checkouts.
 //   - A failed render changes only what kpt changes: the root Kptfile's
 //     status, or the partial result under kpt.dev/save-on-render-failure.
 //   - Kptfile and input errors surface before any image is resolved; an
 //     image is resolved only when its function's turn comes.
-//   - Function output is never trusted: paths outside the package, duplicate
-//     (path, index) pairs and non-KRM output fail the render.
+//   - Function output is never trusted: paths that climb out of the
+//     package, duplicate (path, index) pairs and non-KRM output fail the
+//     render; an absolute path is written inside its package, as kpt's
+//     render does.
 //   - The bytes written and the trees kept are kyaml's (what kpt uses):
 //     reading files, encoding and parsing ResourceLists, copying comments
 //     back and writing files take faster paths (internal/fastyaml, reuse of

@@ -17,6 +17,7 @@ type Error struct {
 	Pkg, Function string
 	err           error
 	summary       string
+	eval          bool // an eval error: kpt prints it as "error: <cause>"
 }
 
 func (e *Error) Error() string { return e.summary }
@@ -28,6 +29,21 @@ func (e *Error) ExitCode() int { return 1 }
 // Message is kpt's CLI rendering of the error, without the trailing " \n",
 // Printable (it may quote function output).
 func (e *Error) Message() string { return Printable(cliMessage(e.err)) }
+
+// Line is what kpt prints on stderr for the error, newline included ("" when
+// the transcript already showed the failure): "Error: <msg> \n" for render,
+// "error: <cause>\n" for eval (kpt's eval command reports plain errors so).
+func (e *Error) Line() string {
+	m := e.Message()
+	switch {
+	case m == "":
+		return ""
+	case e.eval:
+		return "error: " + strings.TrimPrefix(m, "Error: ") + "\n"
+	default:
+		return m + " \n"
+	}
+}
 
 // kerr mirrors kpt's errors.Error: an operation, a package and a cause,
 // formatted the way kpt's render status shows them.

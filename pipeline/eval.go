@@ -2,7 +2,7 @@ package pipeline
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -22,8 +22,19 @@ type EvalFunction struct {
 	// `-- k=v` arguments) becomes a ConfigMap named function-input.
 	FnConfig  string
 	ConfigMap map[string]string
+	// ConfigKind is the kind of the ConfigMap-style functionConfig (kpt
+	// takes a first `--` argument without '=' as the kind); "" is ConfigMap.
+	ConfigKind string
 	// Selector and Exclusion (--match-* and --exclude-*); empty selects all.
 	Selector, Exclusion kptv1.Selector
+	// Tag (--tag) replaces the image's tag: a semver constraint picks the
+	// highest matching tag, anything else is used literally, as a Kptfile
+	// function's `tag:` is.
+	Tag string
+	// SaveAs (--save --type) is SaveAsMutator or SaveAsValidator to add the
+	// function to the package's Kptfile after a successful run; "" saves
+	// nothing.
+	SaveAs string
 }
 
 // Eval runs fn once over the package tree at dir as `kpt fn eval` does: the
@@ -31,7 +42,14 @@ type EvalFunction struct {
 // back (emptied files deleted) or to opts.Output. dir "-" reads a
 // ResourceList or YAML stream from stdin and writes a ResourceList to
 // opts.Stdout (or plain YAML with OutputUnwrap).
-func Eval(ctx context.Context, dir string, fn EvalFunction, opts Options, stdin io.Reader) (*Output, error) {
+func Eval(ctx context.Context, dir string, fn EvalFunction, opts Options, stdin io.Reader) (_ *Output, err error) {
+	defer func() {
+		// kpt prints eval's errors as "error: <cause>"
+		var e *Error
+		if errors.As(err, &e) {
+			e.eval = true
+		}
+	}()
 	r := &renderer{ctx: ctx, opts: opts, pr: &printer{w: opts.Stderr}, results: newResultList(), inputFiles: map[string]bool{}}
 	fail := func(err error) (*Output, error) {
 		_ = r.saveResults()
@@ -45,7 +63,8 @@ func Eval(ctx context.Context, dir string, fn EvalFunction, opts Options, stdin 
 	if err := checkOutputDir(opts.Output); err != nil {
 		return nil, newError(err, dir, "")
 	}
-	var input []*yaml.RNode
+	var input, excluded []*yaml.RNode
+	var writer *pkgWriter
 	var root string
 	if dir == "-" {
 		nodes, err := (&kio.ByteReader{Reader: stdin, PreserveSeqIndent: true, WrapBareSeqNode: true}).Read()
@@ -61,16 +80,17 @@ func Eval(ctx context.Context, dir string, fn EvalFunction, opts Options, stdin 
 		if err != nil {
 			return fail(err)
 		}
-		root = abs
-		if opts.Output != OutputMemory {
-			if err := Recover(root); err != nil {
-				return fail(err)
-			}
-		}
-		if _, err := os.Stat(root); err != nil {
+		if _, err := os.Stat(abs); err != nil {
 			return fail(err)
 		}
-		nodes, err := readTree(root)
+		// in place: locked from this read until the commit (see Render)
+		fs, w, err := openPackage(abs, opts.Output, r.pr)
+		if err != nil {
+			return fail(err)
+		}
+		defer closePackage(fs, w)
+		writer, root = w, abs
+		nodes, err := readTree(fs)
 		if err != nil {
 			return fail(err)
 		}
@@ -83,6 +103,9 @@ func Eval(ctx context.Context, dir string, fn EvalFunction, opts Options, stdin 
 	}
 
 	f := kptv1.Function{Image: fn.Image, Exec: fn.Exec}
+	if fn.Image != "" {
+		f.Tag = fn.Tag
+	}
 	if !fn.Selector.IsEmpty() {
 		f.Selectors = []kptv1.Selector{fn.Selector}
 	}
@@ -96,22 +119,35 @@ func Eval(ctx context.Context, dir string, fn EvalFunction, opts Options, stdin 
 	var fnConfig *yaml.RNode
 	switch {
 	case fn.FnConfig != "":
-		b, err := os.ReadFile(fn.FnConfig)
+		// kpt reads the file by its absolute path and names it so in errors
+		abs, err := filepath.Abs(fn.FnConfig)
 		if err != nil {
-			return fail(fmt.Errorf("missing function config %q", fn.FnConfig))
+			return fail(err)
 		}
-		nodes, err := (&kio.ByteReader{Reader: bytesReader(b), OmitReaderAnnotations: true}).Read()
-		if err != nil {
-			return fail(fmt.Errorf("invalid function config %q: %w", fn.FnConfig, err))
+		if fnConfig, err = kptv1.ReadFunctionConfigFile(abs); err != nil {
+			return fail(err)
 		}
-		if len(nodes) != 1 {
-			return fail(fmt.Errorf("function config %q must contain exactly one resource, got %d", fn.FnConfig, len(nodes)))
+		// the config file is the function's functionConfig, not one of its
+		// items (kpt 9044f12); it is written back unchanged
+		if root != "" {
+			input, excluded = excludeFile(input, root, abs)
 		}
-		fnConfig = nodes[0]
-	case len(fn.ConfigMap) > 0:
+	case len(fn.ConfigMap) > 0 || fn.ConfigKind != "":
 		if fnConfig, err = newConfigMap(fn.ConfigMap); err != nil {
 			return fail(err)
 		}
+		if fn.ConfigKind != "" {
+			if err := fnConfig.PipeE(yaml.SetField("kind", yaml.NewScalarRNode(fn.ConfigKind))); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	// kyaml's kio.Pipeline, which kpt's eval runs the function in, keeps the
+	// legacy path/index annotations and their internal twins in step: a
+	// function that edits either one moves the resource
+	migration, err := kio.PreprocessResourcesForInternalAnnotationMigration(input)
+	if err != nil {
+		return fail(err)
 	}
 	selective := len(f.Selectors) > 0 || len(f.Exclusions) > 0
 	if selective {
@@ -135,6 +171,10 @@ func Eval(ctx context.Context, dir string, fn EvalFunction, opts Options, stdin 
 			return fail(err)
 		}
 	}
+	if err := kio.ReconcileInternalAnnotations(output, migration); err != nil {
+		return fail(err)
+	}
+	output = append(output, excluded...)
 	res := &Output{Resources: output, Results: r.results, Functions: 1}
 	switch r.opts.Output {
 	case OutputMemory:
@@ -149,7 +189,7 @@ func Eval(ctx context.Context, dir string, fn EvalFunction, opts Options, stdin 
 				deletes = append(deletes, p)
 			}
 		}
-		if err := commitFiles(root, files, deletes); err != nil {
+		if err := writer.commit(files, deletes); err != nil {
 			return fail(err)
 		}
 	default:
@@ -160,5 +200,26 @@ func Eval(ctx context.Context, dir string, fn EvalFunction, opts Options, stdin 
 	if err := r.saveResults(); err != nil {
 		return res, newError(err, dir, "")
 	}
+	if fn.SaveAs != "" {
+		if dir == "-" {
+			dir = "."
+		}
+		if err := r.saveFunction(dir, fn, writer); err != nil {
+			return res, newError(err, dir, "")
+		}
+	}
 	return res, nil
+}
+
+// excludeFile removes from input the resources read from the file at abs
+// (root-relative path annotations) and returns them separately.
+func excludeFile(input []*yaml.RNode, root, abs string) (kept, removed []*yaml.RNode) {
+	for _, n := range input {
+		if p, _, err := fileAnnotations(n); err == nil && p != "" && filepath.Join(root, p) == abs {
+			removed = append(removed, n)
+			continue
+		}
+		kept = append(kept, n)
+	}
+	return kept, removed
 }

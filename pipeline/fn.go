@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/kptr-dev/kptr/cache"
 	kptv1 "github.com/kptr-dev/kptr/pipeline/kptfile/v1"
 	"github.com/kptr-dev/kptr/runtime"
@@ -192,13 +194,19 @@ func (r *renderer) doFunction(st *fnStep, pn *pkgNode, input []*yaml.RNode, fnCo
 		stderr = res.Stderr
 		if err != nil {
 			stderr = []byte(err.Error() + "\n")
+			if st.image != "" {
+				stderr = []byte(runtimeFailure(st.image, err))
+			}
 			return &execError{exitCode: 125, stderr: string(stderr)}
+		}
+		if st.image != "" && len(stderr) > 0 {
+			stderr = []byte(containerStderr(stderr))
 		}
 		if _, werr := out.Write(res.Stdout); werr != nil {
 			return werr
 		}
 		if res.ExitCode != 0 {
-			return &execError{exitCode: res.ExitCode, stderr: string(res.Stderr)}
+			return &execError{exitCode: res.ExitCode, stderr: string(stderr)}
 		}
 		return nil
 	}
@@ -251,6 +259,68 @@ func (r *renderer) doFunction(st *fnStep, pn *pkgNode, input []*yaml.RNode, fnCo
 	fr.ExitCode = 0
 	r.results.Items = append(r.results.Items, *fr)
 	return output, nil
+}
+
+// containerStderr is an image function's stderr as kpt records it: read
+// back through its container CLI filter (filterDockerCLIOutput in kpt's
+// pkg/fn/runtime/container.go), which splits it into lines, drops the
+// docker CLI's own pull messages and joins the rest with "\n", so the
+// trailing newline (and any "\r" before a newline) goes.
+func containerStderr(b []byte) string {
+	s := bufio.NewScanner(bytes.NewReader(b))
+	s.Buffer(make([]byte, 0, 64*1024), len(b)+1)
+	var lines []string
+	for s.Scan() {
+		if !dockerCLIOutput(s.Text()) {
+			lines = append(lines, s.Text())
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// dockerCLIOutput is kpt's isdockerCLIoutput: a line docker prints while
+// pulling, which kpt drops from a function's stderr.
+func dockerCLIOutput(l string) bool {
+	for _, m := range []string{": Already exists", ": Pulling fs layer", ": Verifying Checksum", ": Download complete",
+		": Pulling from", ": Waiting", ": Pull complete", "Digest: sha256", "Status: Downloaded newer image",
+		"Status: Image is up to date for", "Unable to find image"} {
+		if strings.Contains(l, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// runtimeFailure is the stderr recorded when an image function could not be
+// started (exit code 125): an image that is not in the cache under
+// --image-pull-policy Never, or that the registry does not have, is
+// reported in the words docker and podman use ("No such image", "image not
+// known"); other causes as they are.
+func runtimeFailure(image string, err error) string {
+	cause := err
+	var ce *cache.Error
+	if errors.As(err, &ce) {
+		cause = ce.Err // without the image name the message already starts with
+	}
+	var te *transport.Error
+	switch {
+	case errors.Is(err, cache.ErrNotCached):
+		return fmt.Sprintf("Error: No such image: %s: image not known: %v", image, cause)
+	case errors.As(err, &te) && (te.StatusCode == 404 || hasDiagnostic(te, transport.ManifestUnknownErrorCode, transport.NameUnknownErrorCode)):
+		return fmt.Sprintf("Error: No such image: %s: image not known: the registry does not have it: %v", image, cause)
+	}
+	return err.Error()
+}
+
+func hasDiagnostic(te *transport.Error, codes ...transport.ErrorCode) bool {
+	for _, d := range te.Errors {
+		for _, c := range codes {
+			if d.Code == c {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // invocation is how every function of this render is called, with stdin in.
@@ -319,6 +389,8 @@ func (r *renderer) invoke(st *fnStep, in io.Reader) (runtime.Result, error) {
 	}
 	if b.Pulled > 0 {
 		r.pulled += b.Pulled
+	}
+	if b.Pulled > 0 && !r.opts.KptTranscript {
 		r.pr.printf("  Pulled in %v\n", b.Pulled.Truncate(100*time.Millisecond))
 	}
 	return r.opts.Runner.Run(r.ctx, b, inv)
@@ -334,8 +406,15 @@ func enforcePathInvariants(nodes []*yaml.RNode) error {
 			seen[pkg] = map[string]map[string]bool{}
 		}
 		p, idx := pathAndIndex(n)
+		// kpt's enforcePathInvariants (internal/fnruntime/runner.go)
+		// refuses only paths that climb out; an absolute one is mapped
+		// inside the package later (adjustRelPath). Characters no file name
+		// may hold are refused here, before anything is staged.
+		if err := checkPathChars(p); err != nil {
+			return fmt.Errorf("function output: resource has invalid %s: %w", kioutil.PathAnnotation, err)
+		}
 		fp := path.Clean(p)
-		if strings.HasPrefix(fp, "../") || fp == ".." || path.IsAbs(fp) {
+		if strings.HasPrefix(fp, "../") || fp == ".." {
 			return fmt.Errorf("function must not modify resources outside of package: resource has path %s", p)
 		}
 		if seen[pkg][fp] == nil {

@@ -2,7 +2,8 @@ package pipeline
 
 import (
 	"context"
-	"os"
+	"io/fs"
+	"path"
 	"path/filepath"
 	"sort"
 
@@ -19,23 +20,29 @@ func Images(dir string, opts Options) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	fsys, err := openPkgFS(abs)
+	if err != nil {
+		return nil, err
+	}
+	defer fsys.Close()
 	seen := map[string]bool{}
-	err = filepath.Walk(abs, func(path string, info os.FileInfo, err error) error {
+	// through the package's root: a Kptfile linked from outside the
+	// package is an error, a linked directory is not walked
+	err = fs.WalkDir(fsys.root.FS(), ".", func(name string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if info.IsDir() {
-			if info.Name() == ".git" || info.Name() == txDirName {
+		if d.IsDir() {
+			if d.Name() == ".git" || d.Name() == txDirName {
 				return filepath.SkipDir
 			}
 			return nil
 		}
-		if info.Name() != kptv1.KptFileName {
+		if d.Name() != kptv1.KptFileName {
 			return nil
 		}
-		pkgDir := filepath.Dir(path)
-		rel, _ := filepath.Rel(abs, pkgDir)
-		kf, err := kptv1.Read(pkgDir, rel)
+		pkg := path.Dir(name)
+		kf, err := kptv1.Read(fsys, pkg, fsys.abs(pkg), pkg)
 		if err != nil {
 			return err
 		}

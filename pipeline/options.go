@@ -59,6 +59,10 @@ type Options struct {
 	Limits OutputLimits
 	// Stderr receives kpt's transcript ([RUNNING], [PASS], results); nil discards it.
 	Stderr io.Writer
+	// KptTranscript leaves out of the transcript what kpt never prints (the
+	// time an image took to pull): set when kptr is invoked as kpt, whose
+	// users and tests compare transcripts line by line.
+	KptTranscript bool
 	// Output selects the destination: OutputInPlace, OutputStdout,
 	// OutputUnwrap, OutputMemory, or a directory path.
 	Output string

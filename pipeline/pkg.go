@@ -2,7 +2,8 @@ package pipeline
 
 import (
 	"errors"
-	"os"
+	"io/fs"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -18,6 +19,7 @@ var matchAllKRM = []string{kptv1.KptFileName, "*.yaml", "*.yml", "*.json"}
 
 // pkgNode is one package of the tree being rendered.
 type pkgNode struct {
+	fs      *pkgFS // the root package's files
 	dir     string // absolute, cleaned
 	rel     string // relative to the root package, "." for the root
 	display string // kpt's DisplayPath: root dir name, then "root/sub"
@@ -34,18 +36,24 @@ func (p *pkgNode) status() string {
 	return "./" + filepath.ToSlash(p.rel)
 }
 
+// name is the package directory's name in the root package's file system.
+func (p *pkgNode) name() string { return filepath.ToSlash(p.rel) }
+
 // loadKptfile reads and validates the package's Kptfile.
 func (p *pkgNode) loadKptfile() error {
-	kf, err := kptv1.Read(p.dir, p.status())
+	kf, err := kptv1.Read(p.fs, p.name(), p.dir, p.status())
 	if err != nil {
 		return wrap("pkg.read", p.status(), err)
 	}
-	if err := kf.Validate(p.dir); err != nil {
+	p.kf = kf
+	if err := p.validate(); err != nil {
 		return wrap("pkg.read", p.status(), err)
 	}
-	p.kf = kf
 	return nil
 }
+
+// validate checks the Kptfile's pipeline (configPath files included).
+func (p *pkgNode) validate() error { return p.kf.Validate(p.fs, p.name()) }
 
 func (p *pkgNode) pipeline() *kptv1.Pipeline {
 	if p.kf == nil || p.kf.Pipeline == nil {
@@ -60,19 +68,21 @@ func (p *pkgNode) subpackages(root *pkgNode) ([]*pkgNode, error) {
 	if p.subsOK {
 		return p.subs, nil
 	}
+	// kpt's pkg.Subpackages walks with filepath.Walk: a symlinked
+	// directory is never descended into
 	var dirs []string
-	err := filepath.Walk(p.dir, func(path string, info os.FileInfo, err error) error {
+	err := fs.WalkDir(p.fs.root.FS(), p.name(), func(name string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if path == p.dir || !info.IsDir() {
+		if name == p.name() || !d.IsDir() {
 			return nil
 		}
-		if info.Name() == ".git" {
+		if d.Name() == ".git" {
 			return filepath.SkipDir
 		}
-		if _, err := os.Stat(filepath.Join(path, kptv1.KptFileName)); err == nil {
-			dirs = append(dirs, path)
+		if _, err := p.fs.root.Stat(path.Join(name, kptv1.KptFileName)); err == nil {
+			dirs = append(dirs, name)
 			return filepath.SkipDir
 		}
 		return nil
@@ -81,10 +91,10 @@ func (p *pkgNode) subpackages(root *pkgNode) ([]*pkgNode, error) {
 		return nil, wrap("pkg.Subpackages", p.status(), err)
 	}
 	var subs []*pkgNode
-	for _, d := range dirs {
-		rel, _ := filepath.Rel(root.dir, d)
-		sub := &pkgNode{dir: d, rel: rel, display: root.display + "/" + filepath.ToSlash(rel)}
-		kf, err := kptv1.Read(d, sub.status())
+	for _, name := range dirs {
+		rel := filepath.FromSlash(name)
+		sub := &pkgNode{fs: p.fs, dir: p.fs.abs(name), rel: rel, display: root.display + "/" + name}
+		kf, err := kptv1.Read(p.fs, name, sub.dir, sub.status())
 		if err != nil {
 			return nil, wrap("pkg.Subpackages", sub.status(), err)
 		}
@@ -99,7 +109,7 @@ func (p *pkgNode) subpackages(root *pkgNode) ([]*pkgNode, error) {
 // localResources reads the package's own files (not its subpackages'),
 // honouring .krmignore, files in lexical byte order (so the Kptfile first).
 func (p *pkgNode) localResources() ([]*yaml.RNode, error) {
-	nodes, err := readPackage(p.dir)
+	nodes, err := readPackage(p.fs, p.name())
 	if err != nil {
 		// name the file relative to the package, not by its absolute path
 		msg := strings.ReplaceAll(err.Error(), p.dir+string(filepath.Separator), "")

@@ -3,7 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"errors"
-	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -11,7 +11,9 @@ import (
 	"strings"
 
 	"github.com/kptr-dev/kptr/pipeline/internal/fastyaml"
+	"github.com/kptr-dev/kptr/pipeline/internal/fileerr"
 	kptv1 "github.com/kptr-dev/kptr/pipeline/kptfile/v1"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
@@ -29,10 +31,18 @@ import (
 // parsed in parallel with fastyaml, and annotated without RNode.Pipe. A file
 // with anything fastyaml does not take is read by kyaml's ByteReader (with
 // the same annotation map, which kyaml shares across a package's files).
-func readPackage(dir string) ([]*yaml.RNode, error) {
+//
+// Every access goes through the root package's file system fsys (name is
+// the package's directory in it): a file whose symbolic link leads out of
+// the package is an error naming it, a FIFO or device is not read, and an
+// error about a file's contents names the file and the line, never the
+// contents (fileerr).
+func readPackage(fsys *pkgFS, name string) ([]*yaml.RNode, error) {
+	dir := fsys.abs(name)
 	var files []string
 	lpr := kio.LocalPackageReader{
 		PackagePath:     dir,
+		FileSystem:      filesys.FileSystemOrOnDisk{FileSystem: kyamlFS{fsys}},
 		PackageFileName: kptv1.KptFileName,
 		MatchFilesGlob:  matchAllKRM,
 		FileSkipFunc: func(rel string) bool {
@@ -58,7 +68,7 @@ func readPackage(dir string) ([]*yaml.RNode, error) {
 	read := make([]fileDocs, len(files))
 	parallel(len(files), func(i int) {
 		f := &read[i]
-		data, err := os.ReadFile(filepath.Join(dir, files[i]))
+		data, err := fsys.ReadFile(path.Join(name, filepath.ToSlash(files[i])))
 		if err != nil {
 			f.err = err
 			return
@@ -73,14 +83,18 @@ func readPackage(dir string) ([]*yaml.RNode, error) {
 		setAnn[kioutil.PathAnnotation] = rel
 		setAnn[kioutil.LegacyPathAnnotation] = rel //nolint:staticcheck
 		if f.err != nil {
-			return nil, errors.New(filepath.Join(dir, rel) + ": " + f.err.Error())
+			var esc *escapeError
+			if errors.As(f.err, &esc) {
+				return nil, errors.New(filepath.Join(dir, rel) + ": symbolic link to a location outside the package (kptr never follows a link out of a package)")
+			}
+			return nil, errors.New(filepath.Join(dir, rel) + ": " + fileerr.Message(f.err.Error()))
 		}
 		if f.slow {
 			r := &kio.ByteReader{DisableUnwrapping: true, Reader: bytes.NewReader(f.data),
 				SetAnnotations: setAnn, PreserveSeqIndent: true, WrapBareSeqNode: true}
 			nodes, err := r.Read()
 			if err != nil {
-				return nil, errors.New(filepath.Join(dir, rel) + ": " + err.Error())
+				return nil, errors.New(filepath.Join(dir, rel) + ": " + fileerr.Message(err.Error()))
 			}
 			out = append(out, nodes...)
 			continue

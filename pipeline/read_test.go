@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kptr-dev/kptr/pipeline/internal/fileerr"
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
@@ -18,7 +19,16 @@ func kyamlReadPackage(dir string) ([]*yaml.RNode, error) {
 func compareRead(t *testing.T, dir string) bool {
 	t.Helper()
 	want, werr := kyamlReadPackage(dir)
-	got, gerr := readPackage(dir)
+	fsys, err := openPkgFS(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fsys.Close()
+	got, gerr := readPackage(fsys, ".")
+	// kptr's errors are kyaml's without excerpts of the file (fileerr)
+	if werr != nil {
+		werr = fileerr.YAML(werr)
+	}
 	if (werr == nil) != (gerr == nil) || (werr != nil && werr.Error() != gerr.Error()) {
 		t.Errorf("%s: error %v, kyaml %v", dir, gerr, werr)
 		return false

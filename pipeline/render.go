@@ -20,6 +20,8 @@ type renderer struct {
 	opts    Options
 	pr      *printer
 	root    *pkgNode
+	fs      *pkgFS     // the root package's files; every read goes through it
+	writer  *pkgWriter // in place: fs, locked from the first read to the commit
 	results *ResultList
 
 	mutationSteps, validationSteps []kptv1.PipelineStepResult
@@ -52,13 +54,6 @@ func Render(ctx context.Context, dir string, opts Options) (*Output, error) {
 	if err := checkOutputDir(opts.Output); err != nil {
 		return nil, newError(err, "", "")
 	}
-	// finish an interrupted write before reading the package (never in
-	// memory mode, which must not write to the checkout at all)
-	if opts.Output != OutputMemory {
-		if err := Recover(abs); err != nil {
-			return nil, newError(err, ".", "")
-		}
-	}
 	r := &renderer{ctx: ctx, opts: opts, pr: &printer{w: opts.Stderr}, results: newResultList(),
 		inputFiles: map[string]bool{}, latest: map[*pkgNode][]*yaml.RNode{}}
 	if _, err := os.Stat(filepath.Join(abs, kptv1.KptFileName)); err != nil {
@@ -66,11 +61,45 @@ func Render(ctx context.Context, dir string, opts Options) (*Output, error) {
 			return nil, newError(wrap("fn.render", "", &noKptfileError{path: abs}), ".", "")
 		}
 	}
-	r.root = &pkgNode{dir: abs, rel: ".", display: filepath.Base(abs)}
+	// in place: lock the package until the result is committed, finishing
+	// an interrupted write first; otherwise read without a lock (a memory
+	// render never writes, not even a recovery)
+	fs, writer, err := openPackage(abs, opts.Output, r.pr)
+	if err != nil {
+		return nil, newError(err, ".", "")
+	}
+	defer closePackage(fs, writer)
+	r.fs, r.writer = fs, writer
+	r.root = &pkgNode{fs: fs, dir: abs, rel: ".", display: filepath.Base(abs)}
 	if err := r.root.loadKptfile(); err != nil {
 		return nil, newError(wrap("fn.render", "", err), ".", "")
 	}
 	return r.render()
+}
+
+// openPackage opens the package at dir as output needs it: in place, for
+// writing (locked, recovered; the writer is also returned); otherwise for
+// reading, rolling forward an interrupted write of this user's except in
+// memory mode, which never writes.
+func openPackage(dir, output string, pr *printer) (*pkgFS, *pkgWriter, error) {
+	if output == OutputInPlace {
+		w, err := openWriter(dir, pr.w)
+		if err != nil {
+			return nil, nil, err
+		}
+		return w.pkgFS, w, nil
+	}
+	fs, err := openReader(dir, output != OutputMemory, func(s string) { pr.printf("%s\n", s) })
+	return fs, nil, err
+}
+
+// closePackage closes what openPackage opened, releasing the lock.
+func closePackage(fs *pkgFS, w *pkgWriter) {
+	if w != nil {
+		w.Close()
+		return
+	}
+	fs.Close()
 }
 
 func (r *renderer) render() (*Output, error) {
@@ -139,7 +168,7 @@ func (r *renderer) hydrate(pn *pkgNode) ([]*yaml.RNode, error) {
 	r.trackInput(pn, local)
 	input := append([]*yaml.RNode{}, local...)
 	for _, sub := range subs {
-		if err := sub.kf.Validate(sub.dir); err != nil {
+		if err := sub.validate(); err != nil {
 			return nil, wrap("pkg.render", sub.status(), wrap("pkg.read", sub.status(), err))
 		}
 		out, err := r.hydrate(sub)
@@ -196,7 +225,7 @@ func (r *renderer) hydrateBFS() ([]*yaml.RNode, error) {
 			return nil, kptE("pkg.render", root, err)
 		}
 		for _, sub := range subs {
-			if err := sub.kf.Validate(sub.dir); err != nil {
+			if err := sub.validate(); err != nil {
 				return nil, kptE("pkg.render", root, wrap("pkg.read", sub.status(), err))
 			}
 		}
@@ -369,6 +398,19 @@ func configFor(pn *pkgNode, f kptv1.Function, input []*yaml.RNode) (*yaml.RNode,
 	return nil, nil
 }
 
+// withoutNode returns nodes without n (by identity), and n when it was there.
+func withoutNode(nodes []*yaml.RNode, n *yaml.RNode) (kept, removed []*yaml.RNode) {
+	kept = make([]*yaml.RNode, 0, len(nodes))
+	for _, m := range nodes {
+		if m == n {
+			removed = append(removed, m)
+			continue
+		}
+		kept = append(kept, m)
+	}
+	return kept, removed
+}
+
 // recordPrepareFailure records a function that could not be set up (kpt's
 // preExecFailureStep): its name, image or exec, the cause and exit code 1.
 func (r *renderer) recordPrepareFailure(steps *[]kptv1.PipelineStepResult, fns []kptv1.Function, i int, err error) {
@@ -461,6 +503,13 @@ func (r *renderer) runMutators(pn *pkgNode, input []*yaml.RNode) ([]*yaml.RNode,
 		if err != nil {
 			return nil, err
 		}
+		// a function's own configPath resource is its functionConfig, not
+		// one of its items; it is put back unchanged after the call (kpt
+		// #4673), for later functions and so that its file is kept
+		var own []*yaml.RNode
+		if f.ConfigPath != "" {
+			input, own = withoutNode(input, fnConfig)
+		}
 		selective := len(f.Selectors) > 0 || len(f.Exclusions) > 0
 		if selective {
 			if err := setResourceIDs(input); err != nil {
@@ -490,6 +539,7 @@ func (r *renderer) runMutators(pn *pkgNode, input []*yaml.RNode) ([]*yaml.RNode,
 		} else {
 			input = output
 		}
+		input = append(input, own...)
 		r.latest[pn] = input
 	}
 	return input, nil
@@ -511,10 +561,14 @@ func (r *renderer) runValidators(pn *pkgNode, input []*yaml.RNode) error {
 		if err != nil {
 			return err
 		}
+		items := input
+		if f.ConfigPath != "" {
+			items, _ = withoutNode(input, fnConfig)
+		}
 		if fnConfig != nil {
 			fnConfig = fnConfig.Copy()
 		}
-		selected := selectInput(input, f.Selectors, f.Exclusions)
+		selected := selectInput(items, f.Selectors, f.Exclusions)
 		copies := make([]*yaml.RNode, len(selected))
 		for j, n := range selected {
 			copies[j] = n.Copy()
@@ -546,17 +600,22 @@ func adjustRelPath(root *pkgNode, nodes []*yaml.RNode) error {
 		if err != nil {
 			return err
 		}
-		if pkgDir != "" && pkgDir != root.dir {
+		// kpt's pathRelToRoot (internal/util/render/executor.go):
+		// filepath.Join(subpackage relative to root, Clean(path)), which
+		// also maps a function's absolute path inside its package
+		// ("/x.yaml" in the root package is written to x.yaml)
+		if pkgDir != "" {
 			rel, err := filepath.Rel(root.dir, pkgDir)
 			if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
 				return fmt.Errorf("subpackage %q is not a descendant of %q", pkgDir, root.dir)
 			}
-			p = filepath.Join(rel, filepath.Clean(p))
-			if err := setAnnotation(n, kioutil.PathAnnotation, p); err != nil {
-				return err
-			}
-			if err := setAnnotation(n, kioutil.LegacyPathAnnotation, p); err != nil { //nolint:staticcheck
-				return err
+			if np := filepath.Join(rel, filepath.Clean(p)); np != p {
+				if err := setAnnotation(n, kioutil.PathAnnotation, np); err != nil {
+					return err
+				}
+				if err := setAnnotation(n, kioutil.LegacyPathAnnotation, np); err != nil { //nolint:staticcheck
+					return err
+				}
 			}
 		}
 		if err := clearAnnotation(n, pkgPathAnnotation); err != nil {

@@ -8,7 +8,7 @@ import (
 )
 
 // resourceIDAnnotation pairs a function's output with its selected input.
-const resourceIDAnnotation = "internal.config.k8s.io/kpt-resource-id"
+const resourceIDAnnotation = "internal.config.kubernetes.io/kpt-resource-id"
 
 func setResourceIDs(nodes []*yaml.RNode) error {
 	for i, n := range nodes {

@@ -6,29 +6,47 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/kptr-dev/kptr/pipeline/internal/fileerr"
 	kptv1 "github.com/kptr-dev/kptr/pipeline/kptfile/v1"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
-// readTree reads every KRM file of the package tree at dir in one walk, the
-// Kptfiles and subpackages included, as kpt fn eval and kpt fn source do.
-func readTree(dir string) ([]*yaml.RNode, error) {
-	return kio.LocalPackageReader{
-		PackagePath:        dir,
+// readTree reads every KRM file of the package tree in one walk, the
+// Kptfiles and subpackages included, as kpt fn eval and kpt fn source do,
+// through the package's root (see readPackage); errors about a file's
+// contents never quote them.
+func readTree(fsys *pkgFS) ([]*yaml.RNode, error) {
+	nodes, err := kio.LocalPackageReader{
+		PackagePath:        fsys.dir,
+		FileSystem:         filesys.FileSystemOrOnDisk{FileSystem: kyamlFS{fsys}},
 		PackageFileName:    kptv1.KptFileName,
 		IncludeSubpackages: true,
 		MatchFilesGlob:     matchAllKRM,
 		PreserveSeqIndent:  true,
 		WrapBareSeqNode:    true,
 	}.Read()
+	if err != nil {
+		return nil, fileerr.YAML(err)
+	}
+	return nodes, nil
 }
 
 // Source writes the package tree at dir to w as `kpt fn source` does: one
 // ResourceList keeping path and index annotations (plain YAML with unwrap),
 // with fnConfig (a file, optional) as its functionConfig.
 func Source(dir, fnConfig string, unwrap bool, w io.Writer) error {
-	nodes, err := readTree(dir)
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	fsys, err := openReader(abs, false, nil)
+	if err != nil {
+		return err
+	}
+	defer fsys.Close()
+	nodes, err := readTree(fsys)
 	if err != nil {
 		return err
 	}
@@ -62,16 +80,21 @@ func Sink(r io.Reader, dir string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
 	files, err := encodeFiles(nodes)
 	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return err
 	}
-	return commitFiles(abs, files, nil)
+	w, err := openWriter(abs, nil)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	return w.commit(files, nil)
 }

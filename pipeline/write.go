@@ -2,15 +2,12 @@ package pipeline
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	kptv1 "github.com/kptr-dev/kptr/pipeline/kptfile/v1"
@@ -41,12 +38,39 @@ func writeOutput(dest string, stdout io.Writer, nodes []*yaml.RNode) error {
 	if err != nil {
 		return err
 	}
-	for rel, b := range files {
-		p := filepath.Join(dest, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	return writeNewDir(dest, files)
+}
+
+// writeNewDir creates dir (which must not exist) and writes files into it
+// through a root on it: no path can leave it.
+func writeNewDir(dir string, files map[string][]byte) error {
+	if len(files) == 0 {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return err
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return err
+	}
+	p, err := openPkgFS(dir)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	rels := make([]string, 0, len(files))
+	for rel := range files {
+		rels = append(rels, rel)
+	}
+	sort.Strings(rels)
+	for _, rel := range rels {
+		if err := checkLocalPath(filepath.ToSlash(rel)); err != nil {
 			return err
 		}
-		if err := os.WriteFile(p, b, 0o644); err != nil {
+		if err := p.root.MkdirAll(filepath.Dir(rel), 0o755); err != nil {
+			return err
+		}
+		if err := p.writeSynced(rel, files[rel], 0o644); err != nil {
 			return err
 		}
 	}
@@ -85,9 +109,9 @@ func encodeFiles(nodes []*yaml.RNode) (map[string][]byte, error) {
 		if p == "" {
 			return nil, fmt.Errorf("resources must be annotated with %s to be written to files", kioutil.PathAnnotation)
 		}
-		clean := filepath.Clean(p)
-		if filepath.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") {
-			return nil, fmt.Errorf("function must not modify resources outside of package: resource has path %s", p)
+		clean, err := outputPath(p)
+		if err != nil {
+			return nil, err
 		}
 		byPath[clean] = append(byPath[clean], n)
 	}
@@ -105,6 +129,30 @@ func encodeFiles(nodes []*yaml.RNode) (map[string][]byte, error) {
 	return files, nil
 }
 
+// outputPath is the package-relative file a resource annotated with path p
+// is written to, checked before anything is staged: kyaml's
+// LocalPackageWriter refuses absolute paths (kio/pkgio_writer.go,
+// indexByFilePath; kpt fn render maps a function's absolute path inside the
+// package before that, see adjustRelPath) and paths that leave the package;
+// kptr also refuses control characters and over-long names, which would
+// only fail once the write is committed.
+func outputPath(p string) (string, error) {
+	if err := checkPathChars(p); err != nil {
+		return "", fmt.Errorf("resource has invalid %s: %w", kioutil.PathAnnotation, err)
+	}
+	clean := filepath.Clean(p)
+	if filepath.IsAbs(clean) {
+		return "", fmt.Errorf("package paths may not be absolute paths: resource has path %s", p)
+	}
+	if clean == ".." || strings.HasPrefix(clean, "../") {
+		return "", fmt.Errorf("function must not modify resources outside of package: resource has path %s", p)
+	}
+	if clean == txDirName || strings.HasPrefix(clean, txDirName+"/") {
+		return "", fmt.Errorf("resource path %s is inside kptr's staging area %s", p, txDirName)
+	}
+	return clean, nil
+}
+
 // writeInPlace writes the rendered package back atomically and deletes the
 // files whose resources are all gone.
 func (r *renderer) writeInPlace(out []*yaml.RNode) error {
@@ -118,7 +166,7 @@ func (r *renderer) writeInPlace(out []*yaml.RNode) error {
 			deletes = append(deletes, f)
 		}
 	}
-	return commitFiles(r.root.dir, files, deletes)
+	return r.writer.commit(files, deletes)
 }
 
 // setStatus records the render's outcome in the root Kptfile among nodes
@@ -220,7 +268,7 @@ func (r *renderer) onFailure(renderErr error) {
 				// kpt writes the partial result but prunes nothing on
 				// failure: files whose resources are gone stay
 				if files, err := encodeFiles(partial); err == nil {
-					_ = commitFiles(r.root.dir, files, nil)
+					_ = r.writer.commit(files, nil)
 				}
 				if r.executed == 0 {
 					r.pr.printf("Failed to execute any functions in %d package(s).\n", r.pkgs)
@@ -231,8 +279,7 @@ func (r *renderer) onFailure(renderErr error) {
 			}
 		}
 	}
-	path := filepath.Join(r.root.dir, kptv1.KptFileName)
-	b, err := os.ReadFile(path)
+	b, err := r.writer.ReadFile(kptv1.KptFileName)
 	if err != nil {
 		return
 	}
@@ -245,7 +292,7 @@ func (r *renderer) onFailure(renderErr error) {
 	if err != nil {
 		return
 	}
-	_ = commitFiles(r.root.dir, map[string][]byte{kptv1.KptFileName: out}, nil)
+	_ = r.writer.commit(map[string][]byte{kptv1.KptFileName: out}, nil)
 }
 
 // collectPartial is the package as far as it was rendered: a package whose
@@ -264,179 +311,6 @@ func (r *renderer) collectPartial(pn *pkgNode) []*yaml.RNode {
 	return out
 }
 
-// ---- atomic multi-file commit ----
-//
-// A commit stages every new file under <pkg>/.kptr-tx/data (names without
-// a YAML extension, so a reader never mistakes them for resources), writes
-// the list of operations to .kptr-tx/journal.tmp, and renames it to
-// .kptr-tx/journal: that rename is the commit point. Only then are the
-// staged files renamed over their targets and deleted files removed. A crash
-// before the commit point leaves the package untouched (Recover discards the
-// staging area); a crash after it is rolled forward by Recover, which
-// every in-place Render and Eval runs first.
-
-const txDirName = ".kptr-tx"
-
-type txOp struct {
-	Src string `json:"src,omitempty"` // staged file, relative to the tx dir; empty for a delete
-	Dst string `json:"dst"`           // target, relative to the package (absolute: a symlink's target)
-}
-
-func commitFiles(root string, files map[string][]byte, deletes []string) error {
-	var rels []string
-	for rel, b := range files {
-		if cur, err := os.ReadFile(filepath.Join(root, rel)); err == nil && bytes.Equal(cur, b) {
-			continue
-		}
-		rels = append(rels, rel)
-	}
-	sort.Strings(rels)
-	sort.Strings(deletes)
-	var dels []string
-	for _, d := range deletes {
-		if _, err := os.Lstat(filepath.Join(root, d)); err == nil {
-			dels = append(dels, d)
-		}
-	}
-	if len(rels) == 0 && len(dels) == 0 {
-		return nil
-	}
-	unlock, err := lockDir(root)
-	if err != nil {
-		return fmt.Errorf("failed to save resources: %w", err)
-	}
-	defer unlock()
-	tx := filepath.Join(root, txDirName)
-	if err := recoverLocked(root); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Join(tx, "data"), 0o755); err != nil {
-		return fmt.Errorf("failed to save resources: %w", err)
-	}
-	var ops []txOp
-	for i, rel := range rels {
-		src := filepath.Join("data", strconv.Itoa(i))
-		mode := os.FileMode(0o644)
-		if st, err := os.Stat(filepath.Join(root, rel)); err == nil {
-			if st.IsDir() {
-				os.RemoveAll(tx)
-				return fmt.Errorf("config.kubernetes.io/path cannot be a directory: %s", rel)
-			}
-			mode = st.Mode().Perm()
-		}
-		if err := writeSynced(filepath.Join(tx, src), files[rel], mode); err != nil {
-			os.RemoveAll(tx)
-			return fmt.Errorf("failed to save resources: %w", err)
-		}
-		dst := rel
-		// a symlinked file is written through, as kpt writes it, not replaced
-		if st, err := os.Lstat(filepath.Join(root, rel)); err == nil && st.Mode()&os.ModeSymlink != 0 {
-			if real, err := filepath.EvalSymlinks(filepath.Join(root, rel)); err == nil {
-				dst = real
-			}
-		}
-		ops = append(ops, txOp{Src: src, Dst: dst})
-	}
-	for _, d := range dels {
-		ops = append(ops, txOp{Dst: d})
-	}
-	testPause("KPTR_TEST_PAUSE_BEFORE_COMMIT")
-	j, _ := json.Marshal(ops)
-	if err := writeSynced(filepath.Join(tx, "journal.tmp"), j, 0o644); err != nil {
-		os.RemoveAll(tx)
-		return fmt.Errorf("failed to save resources: %w", err)
-	}
-	if err := os.Rename(filepath.Join(tx, "journal.tmp"), filepath.Join(tx, "journal")); err != nil {
-		os.RemoveAll(tx)
-		return fmt.Errorf("failed to save resources: %w", err)
-	}
-	syncDir(tx)
-	return applyJournal(root, tx, ops)
-}
-
-func applyJournal(root, tx string, ops []txOp) error {
-	for i, op := range ops {
-		dst := op.Dst
-		if !filepath.IsAbs(dst) {
-			dst = filepath.Join(root, dst)
-		}
-		if op.Src == "" {
-			if err := os.Remove(dst); err != nil && !os.IsNotExist(err) {
-				return fmt.Errorf("failed to delete file: %w", err)
-			}
-		} else {
-			src := filepath.Join(tx, op.Src)
-			if _, err := os.Lstat(src); os.IsNotExist(err) {
-				continue // applied before a crash
-			}
-			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-				return fmt.Errorf("failed to save resources: %w", err)
-			}
-			if err := os.Rename(src, dst); err != nil {
-				// a symlink's target on another file system: copy instead
-				b, rerr := os.ReadFile(src)
-				if rerr != nil || writeSynced(dst, b, 0o644) != nil || os.Remove(src) != nil {
-					return fmt.Errorf("failed to save resources: %w", err)
-				}
-			}
-		}
-		syncDir(filepath.Dir(dst))
-		if i == 0 {
-			testPause("KPTR_TEST_PAUSE_AFTER_COMMIT")
-		}
-	}
-	return os.RemoveAll(tx)
-}
-
-// Recover finishes or discards an interrupted in-place write of the package
-// at dir: a committed journal is rolled forward, an uncommitted staging
-// area is removed. Render and Eval call it before reading a package.
-func Recover(dir string) error {
-	if _, err := os.Lstat(filepath.Join(dir, txDirName)); os.IsNotExist(err) {
-		return nil
-	}
-	unlock, err := lockDir(dir)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	return recoverLocked(dir)
-}
-
-// lockDir takes an exclusive flock on the package directory itself, so two
-// kptr processes writing the same package never share a staging area (and
-// nothing is left in the package for the lock).
-func lockDir(dir string) (func(), error) {
-	f, err := os.Open(dir)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
-}
-
-func recoverLocked(dir string) error {
-	tx := filepath.Join(dir, txDirName)
-	if _, err := os.Lstat(tx); os.IsNotExist(err) {
-		return nil
-	}
-	j, err := os.ReadFile(filepath.Join(tx, "journal"))
-	if err != nil {
-		if os.IsNotExist(err) {
-			return os.RemoveAll(tx)
-		}
-		return err
-	}
-	var ops []txOp
-	if err := json.Unmarshal(j, &ops); err != nil {
-		return fmt.Errorf("corrupt write journal %s: %w", filepath.Join(tx, "journal"), err)
-	}
-	return applyJournal(dir, tx, ops)
-}
-
 func writeSynced(path string, b []byte, mode os.FileMode) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
 	if err != nil {
@@ -451,13 +325,6 @@ func writeSynced(path string, b []byte, mode os.FileMode) error {
 		return err
 	}
 	return f.Close()
-}
-
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
 }
 
 // writeFileAtomic writes one file through a temporary sibling and a rename.

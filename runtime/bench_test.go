@@ -126,6 +126,7 @@ func execRun(b *testing.B, input []byte, check func(*testing.B, []byte), name st
 //   - bare: exec of the binary on the host, no isolation;
 //   - bwrap: bubblewrap with every namespace, the rootfs bound read-only;
 //   - kptr: (*Sandbox).Run, the sandbox started cold for every call;
+//   - landlock: (*Landlock).Run, the namespace-free tier (always cold);
 //   - kptr-pipelined: a sequence of calls as a pipeline of functions makes
 //     them: before each Run, Prepare for the next call (pipeline/ does so for
 //     the next function when its image is cached), so the next sandbox
@@ -145,7 +146,7 @@ func benchWays(b *testing.B, rootfs string, argv []string, input []byte, check f
 	bd.Rootfs = rootfs
 	bd.Config.Entrypoint, bd.Config.Cmd = argv, nil
 	inv := func() Invocation { return Invocation{Stdin: bytes.NewReader(input)} }
-	cold := func(b *testing.B, s *Sandbox) {
+	cold := func(b *testing.B, s Runner) {
 		b.ReportAllocs()
 		var ds durations
 		cpu0 := cpuNow()
@@ -161,14 +162,19 @@ func benchWays(b *testing.B, rootfs string, argv []string, input []byte, check f
 		}
 		reportCPU(b, cpu0, len(ds))
 		ds.report(b)
-		rss, anon := initRSS(b, s, bd)
-		b.ReportMetric(float64(rss), "init-rss-KB")
-		b.ReportMetric(float64(anon), "init-anon-KB")
+		if sb, ok := s.(*Sandbox); ok {
+			rss, anon := initRSS(b, sb, bd)
+			b.ReportMetric(float64(rss), "init-rss-KB")
+			b.ReportMetric(float64(anon), "init-anon-KB")
+		}
 	}
 	// kptr: the writable overlay view where the kernel allows it;
 	// kptr-readonly: the same with the overlay forced off (read-only image,
 	// tmpfs /tmp and $HOME), what the difference costs per run.
 	b.Run("kptr", func(b *testing.B) { cold(b, sandbox(b)) })
+	// landlock: the namespace-free tier; every call starts its launcher and
+	// confiner (no prepared mode).
+	b.Run("landlock", func(b *testing.B) { cold(b, landlock(b)) })
 	b.Run("kptr-readonly", func(b *testing.B) {
 		s, err := New(WithStateDir(filepath.Join(testTmp, "state-bench-ro")), WithOverlay(false))
 		must(b, err)

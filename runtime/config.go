@@ -43,6 +43,10 @@ type Features struct {
 	// with its upper and work directories in the run-state directory, so a
 	// run sees a writable, throw-away view of the image (see runSpec.RW).
 	Overlay bool
+	// Hostname: sethostname works in a new uts namespace (CRI-O's default
+	// seccomp profile refuses it without CAP_SYS_ADMIN); else runs keep the
+	// inherited name.
+	Hostname bool
 	// HardLimits are the current hard rlimits; a sandbox can only lower them.
 	HardLimits map[int]uint64
 }
@@ -137,7 +141,6 @@ func buildConfig(s runSpec) (*configs.Config, error) {
 		Readonlyfs:        true,
 		RootPropagation:   unix.MS_PRIVATE | unix.MS_REC,
 		ParentDeathSignal: int(unix.SIGKILL),
-		Hostname:          "kptr",
 		Capabilities:      &configs.Capabilities{},
 		NoNewPrivileges:   true,
 		NoNewKeyring:      true,
@@ -147,6 +150,11 @@ func buildConfig(s runSpec) (*configs.Config, error) {
 		RootlessEUID:      !s.Feat.Root,
 		RootlessCgroups:   !s.Feat.Cgroups,
 		Umask:             ptr(uint32(0o022)),
+	}
+	if s.Feat.Hostname {
+		// Only where the profile allows it: the function needs no hostname
+		// of its own, and CRI-O's default profile refuses sethostname.
+		c.Hostname = "kptr"
 	}
 	ns := []configs.Namespace{
 		{Type: configs.NEWUSER}, {Type: configs.NEWNS}, {Type: configs.NEWPID},

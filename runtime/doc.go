@@ -53,10 +53,22 @@
 // it exits: Close returns once every unused prepared sandbox is gone and
 // drops the Sandbox's hold on the run-state directory.
 //
+// Landlock (NewLandlock) is the second tier, for environments that refuse
+// the namespaces above (Kubernetes' RuntimeDefault seccomp profile, no user
+// namespaces): the function is a child of kptr confined by Landlock (read
+// and execute beneath the image's rootfs, read and write beneath a private
+// run directory, no TCP from ABI 4, signals and abstract sockets scoped from
+// ABI 6), a seccomp filter built here (no libseccomp), rlimits and a new
+// session, with every process of the run ended by a subreaper launcher. The
+// image is not its root, so absolute paths resolve against the host (and
+// are denied): its type's doc comment lists what it guarantees and what it
+// cannot. ProbeLandlock reports what the running kernel gives.
+//
 // Run is safe for concurrent use. Host runs functions without a sandbox
 // (kpt exec functions, --sandbox=none) with the same limits on time and
 // output. Programs that use this package must call HandleInit first thing in
 // main (and import libcontainer/nsenter) so the binary can act as the
-// container init, and should call ReexecSealed once so libcontainer need not
+// container init and as the landlock tier's launcher and confiner, and
+// should call ReexecSealed once so libcontainer need not
 // copy the binary on every run.
 package runtime

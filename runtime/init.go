@@ -18,8 +18,8 @@ const reexecEnv = "_KPTR_SEALED_REEXEC"
 
 // HandleInit must run first in main (and in TestMain of any test binary that
 // starts sandboxes), before flags are parsed or goroutines started: when the
-// process was started as a container init ("init") or as a probe child it
-// does that job and never returns. The importing main package must also
+// process was started as a container init ("init"), a probe child or one of
+// the landlock tier's helper processes (landlock_child.go) it does that job and never returns. The importing main package must also
 // import github.com/opencontainers/runc/libcontainer/nsenter.
 func HandleInit() {
 	if len(os.Args) < 2 {
@@ -36,6 +36,15 @@ func HandleInit() {
 		libcontainer.Init() // never returns
 	case probeArg:
 		os.Exit(probeChild(os.Args[2:]))
+	case landlockLaunchArg:
+		launcherMain()
+	case landlockExecArg:
+		confinerMain()
+	case landlockProbeArg:
+		if len(os.Args) > 2 {
+			landlockProbeMain(os.Args[2])
+		}
+		os.Exit(2)
 	}
 }
 

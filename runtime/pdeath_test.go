@@ -15,18 +15,27 @@ import (
 // When kptr itself is SIGKILLed (Argo CD does so 5 s after its deadline),
 // the function it was running dies with it: nothing of the run is left.
 func TestFunctionDiesWithKptr(t *testing.T) {
+	diesWithKptr(t, "TestFunctionDiesWithKptr", func(marker string) {
+		_, err := sandbox(t).Run(context.Background(), bundle(t, "sleep-ignore", marker), Invocation{Timeout: time.Minute})
+		t.Fatalf("the run ended: %v", err)
+	})
+}
+
+// diesWithKptr runs the test named name again in a child process (the
+// "kptr" that will be killed), where run starts a function whose command
+// line holds marker and never returns; it SIGKILLs that child once the
+// function runs and asserts that nothing with marker is left.
+func diesWithKptr(t *testing.T, name string, run func(marker string)) {
 	if marker := os.Getenv("KPTR_PDEATH_CHILD"); marker != "" {
-		// The "kptr" that will be killed: start a function that ignores
-		// SIGTERM and sleeps, say so, and wait.
 		go func() {
 			time.Sleep(200 * time.Millisecond)
 			fmt.Println("started")
 		}()
-		_, err := sandbox(t).Run(context.Background(), bundle(t, "sleep-ignore", marker), Invocation{Timeout: time.Minute})
-		t.Fatalf("the run ended: %v", err)
+		run(marker)
+		return
 	}
 	marker := fmt.Sprintf("pdeath-marker-%d-%d", os.Getpid(), time.Now().UnixNano())
-	cmd := exec.Command(os.Args[0], "-test.run", "^TestFunctionDiesWithKptr$", "-test.v")
+	cmd := exec.Command(os.Args[0], "-test.run", "^"+name+"$", "-test.v")
 	cmd.Env = append(os.Environ(), "KPTR_PDEATH_CHILD="+marker)
 	out, err := cmd.StdoutPipe()
 	must(t, err)

@@ -65,7 +65,9 @@ func Probe() ([]ProbeResult, Features) {
 	// their upper layers, with the options runs use.
 	stateErr := ensurePrivateDir(defaultStateDir())
 	ovStep := "overlay=" + overlayProbeDir(defaultStateDir())
-	steps, err := probeClone(all, ovStep, "mount", "proc", "procbind") // overlay first: "mount" covers /tmp
+	// overlay first: "mount" covers /tmp; then pivot (it changes the root),
+	// and the seccomp filter last (it refuses mounts).
+	steps, err := probeClone(all, ovStep, "mount", "proc", "procbind", "hostname", "pivot", "seccomp")
 	removeTree(overlayProbeDir(defaultStateDir()))
 	if err == nil && stateErr != nil {
 		steps[ovStep] = fmt.Errorf("state dir: %w", stateErr)
@@ -103,7 +105,24 @@ func Probe() ([]ProbeResult, Features) {
 		add(ProbeResult{Name: "mount", Status: StatusFailed, Detail: "mount in a new mount namespace refused: " + e.Error(), Fix: fixMount})
 		return out, f
 	}
-	add(ProbeResult{Name: "mount", Status: StatusOK, Detail: "tmpfs mounted in a private mount namespace"})
+	if e := steps["pivot"]; e != nil {
+		add(ProbeResult{Name: "mount", Status: StatusFailed, Detail: "pivot_root in a new mount namespace refused: " + e.Error(), Fix: fixSeccomp + " and pivot_root"})
+		return out, f
+	}
+	add(ProbeResult{Name: "mount", Status: StatusOK, Detail: "tmpfs mounted and root pivoted in a private mount namespace"})
+	if e := steps["hostname"]; e == nil {
+		f.Hostname = true
+		add(ProbeResult{Name: "hostname", Status: StatusOK, Detail: "functions get their own hostname (kptr)"})
+	} else {
+		// CRI-O's default profile grants sethostname only with
+		// CAP_SYS_ADMIN: runs then keep the uts namespace's inherited name.
+		add(ProbeResult{Name: "hostname", Status: StatusDegraded, Detail: "sethostname refused in the uts namespace (" + e.Error() + "): functions see the pod's hostname; runs do not set one",
+			Fix: "a seccomp profile allowing sethostname (CRI-O's default grants it only with CAP_SYS_ADMIN); harmless otherwise"})
+	}
+	if e := steps["seccomp"]; e != nil {
+		add(ProbeResult{Name: "seccomp-load", Status: StatusFailed, Detail: "loading a seccomp filter refused: " + e.Error(), Fix: "a seccomp profile allowing seccomp(2) and prctl(2)"})
+		return out, f
+	}
 	switch {
 	case steps["proc"] == nil:
 		f.FreshProc = true
@@ -312,15 +331,30 @@ func probeChild(steps []string) int {
 		return 0
 	}
 	tmp := "/tmp"
+	mounted := false // tmp is the probe's own tmpfs
 	for _, s := range steps {
 		var err error
 		switch s {
 		case "mount":
 			err = unix.Mount("tmpfs", tmp, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=1m")
+			mounted = err == nil
 		case "proc":
 			err = unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
 		case "procbind":
 			err = unix.Mount("/proc", "/proc", "", unix.MS_BIND|unix.MS_REC, "")
+		case "hostname":
+			err = unix.Sethostname([]byte("kptr"))
+		case "seccomp":
+			// The filter a run's init loads needs no_new_privs and seccomp(2).
+			if err = unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err == nil {
+				err = loadSeccomp(false, false)
+			}
+		case "pivot":
+			if mounted {
+				err = pivotTry(tmp)
+			} else {
+				err = errors.New("no private tmpfs to pivot onto (mount refused)")
+			}
 		default:
 			dir, ok := strings.CutPrefix(s, "overlay=")
 			if !ok {
@@ -332,6 +366,26 @@ func probeChild(steps []string) int {
 		report(s, err)
 	}
 	return 0
+}
+
+// pivotTry (in the probe child, near the end) pivots the root onto a fresh tmpfs
+// below tmp (the probe's private tmpfs),
+// as libcontainer does for every run.
+func pivotTry(tmp string) error {
+	dir := filepath.Join(tmp, "pivot")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return err
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=1m"); err != nil {
+		return fmt.Errorf("mount: %w", err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "old"), 0o700); err != nil {
+		return err
+	}
+	if err := unix.PivotRoot(dir, filepath.Join(dir, "old")); err != nil {
+		return fmt.Errorf("pivot_root: %w", err)
+	}
+	return unix.Chdir("/")
 }
 
 // overlayVerified caches, per run-state directory, whether an overlay with

@@ -39,14 +39,21 @@ func TestCacheCommandsExitCodes(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"cache", "prune", "--max-size", "lots"}, 2, "bad size"},
-		{[]string{"cache", "pull"}, 2, "at least one image"},
+		{[]string{"cache", "prune", "--max-size", "lots"}, 2, `--max-size: bad size "lots": want a number of bytes with an optional unit: B, K/KiB, M/MiB, G/GiB, T/TiB (powers of 1024) or KB, MB, GB, TB (powers of 1000)`},
+		{[]string{"cache", "prune", "--max-size", "5 parsecs"}, 2, "bad size unit in \"5 parsecs\": want a number of bytes with an optional unit: B, K/KiB"},
+		// no limit: say what is needed rather than "removed 0 B"
+		{[]string{"cache", "prune"}, 2, "kptr cache prune: say what to remove: --max-size SIZE (e.g. 2GiB), --max-age DURATION (e.g. 720h) or --all\n"},
+		// one prefix per message (it was "kptr cache pull: cache pull: ...")
+		{[]string{"cache", "pull"}, 2, "kptr cache pull: name at least one image\n"},
+		{[]string{"cache", "import"}, 2, "kptr cache import: name at least one source\n"},
+		{[]string{"cache", "export", "x"}, 2, "kptr cache export: need -o DEST and at least one image\n"},
 		{[]string{"cache", "pull", "--image-pull-policy", "Sometimes", "x"}, 2, "unknown image pull policy"},
 		{[]string{"cache", "pull", "--mirror", "gcr.io", "x"}, 2, "SRC=DST"},
 		{[]string{"cache", "pull", "Bad Ref"}, 2, "Bad Ref"},
 		{[]string{"cache", "pull", "--offline", "gcr.io/kpt-fn/set-labels:v0.1.5"}, 3, "gcr.io/kpt-fn/set-labels:v0.1.5: not in the cache (offline)"},
-		{[]string{"cache", "export", "-o", "-", "x"}, 2, "needs --tar"},
-		{[]string{"cache", "import", "/nonexistent"}, 3, "/nonexistent"},
+		{[]string{"cache", "export", "-o", "-", "x"}, 2, "kptr cache export: -o - needs --tar\n"},
+		// a source that does not exist is the user's input error, not the cache's (it was 3)
+		{[]string{"cache", "import", "/nonexistent"}, 2, "kptr cache import: stat /nonexistent: no such file or directory\n"},
 	} {
 		code, _, errs := runKptr(t, append(tc.args, "--cache-dir", dir)...)
 		if code != tc.code || !strings.Contains(errs, tc.want) {

@@ -200,8 +200,7 @@ func runGenerateCmd(t *testing.T, dir string, env map[string]string, args ...str
 	defer os.Chdir(wd)
 	var out, errb bytes.Buffer
 	g := newGlobals(nil, &out, &errb, envMap(env))
-	c := commands["generate"]
-	err := c.run(context.Background(), g, args)
+	err := execIn(context.Background(), g, append([]string{"generate"}, args...)...)
 	code = 0
 	if err != nil {
 		code = exitCodeOf(err)

@@ -4,20 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/spf13/cobra"
+
 	"github.com/kptr-dev/kptr/cache"
 	"github.com/kptr-dev/kptr/pipeline"
+	kptv1 "github.com/kptr-dev/kptr/pipeline/kptfile/v1"
 	"github.com/kptr-dev/kptr/runtime"
 )
-
-func init() {
-	register(&command{name: "fn render", summary: "render a package as `kpt fn render` does", run: runFnRender})
-	register(&command{name: "render", summary: "short for `fn render`", run: runFnRender})
-	register(&command{name: "fn eval", summary: "run one function over a package as `kpt fn eval` does", run: runFnEval})
-}
 
 // lazyEnv opens the cache and the sandbox only when a function image is
 // actually run, so exec-only packages and Kptfile errors never need them,
@@ -30,6 +29,9 @@ type lazyEnv struct {
 	c    *cache.Cache
 	r    runtime.Runner
 	err  error
+	// cause is the last error Resolve, ResolveConstraint or Run returned
+	// (see causeRecorder): what stopped a function from running.
+	cause causeRecorder
 }
 
 func (l *lazyEnv) init() error {
@@ -51,12 +53,21 @@ func (l *lazyEnv) init() error {
 
 func (l *lazyEnv) Resolve(ctx context.Context, ref string) (cache.Bundle, error) {
 	if err := l.init(); err != nil {
+		l.cause.note(err)
 		return cache.Bundle{}, err
 	}
-	return l.c.Resolve(ctx, ref)
+	b, err := l.c.Resolve(ctx, ref)
+	l.cause.note(err)
+	return b, err
 }
 
 func (l *lazyEnv) ResolveConstraint(ctx context.Context, repo, constraint string) (string, error) {
+	ref, err := l.resolveConstraint(ctx, repo, constraint)
+	l.cause.note(err)
+	return ref, err
+}
+
+func (l *lazyEnv) resolveConstraint(ctx context.Context, repo, constraint string) (string, error) {
 	if err := l.init(); err != nil {
 		return "", err
 	}
@@ -69,36 +80,101 @@ func (l *lazyEnv) ResolveConstraint(ctx context.Context, repo, constraint string
 
 func (l *lazyEnv) Run(ctx context.Context, b cache.Bundle, inv runtime.Invocation) (runtime.Result, error) {
 	if err := l.init(); err != nil {
+		l.cause.note(err)
 		return runtime.Result{}, err
 	}
-	return l.r.Run(ctx, b, inv)
+	l.c.MarkRun(b) // cache ls's LAST USED: the last run, not the last pull
+	res, err := l.r.Run(ctx, b, inv)
+	l.cause.note(err)
+	return res, err
 }
 
-// kptFailure prints a pipeline error as kpt does ("Error: <msg> ") and
-// returns the exit code 1 error main reports silently.
-func (g *globals) kptFailure(err error) error {
-	var pe *pipeline.Error
-	if errors.As(err, &pe) {
-		if m := pe.Message(); m != "" {
-			fmt.Fprintf(g.stderr, "%s \n", m)
-		}
-	} else {
-		fmt.Fprintf(g.stderr, "Error: %v \n", err)
+// fnFailure reports a failed fn command as kpt does (its "Error: <msg> "
+// line, nothing when the transcript already showed the failure) and picks
+// the exit code. Invoked as kpt it is 1, as kpt's. As kptr it is the
+// README's class: 3 when a function could not run because of the sandbox, a
+// registry or the cache (what kpt reports as the function's exit code 125:
+// the cause env recorded decides), 2 when the package itself is unusable (no
+// Kptfile, an unreadable or invalid one), 1 when a function or validator
+// failed. env may be nil (fn source, fn sink); dir is the package ("" when
+// there is none, as for eval reading stdin).
+func (g *globals) fnFailure(err error, dir string, env *lazyEnv) error {
+	g.printKptError(err)
+	code := exitCodeOf(err)
+	var ke *kptv1.KptfileError
+	var ve *kptv1.ValidateError
+	switch {
+	case g.kpt:
+		code = exitFunction
+	case env != nil && env.cause.get() != nil:
+		code = exitCodeOf(env.cause.get())
+	case errors.As(err, &ke), errors.As(err, &ve), dir != "" && !hasKptfile(dir):
+		code = exitUsage
 	}
-	return withCode(exitFunction, errReported)
+	return withCode(code, errReported)
 }
 
-// usage reports a flag error: exit 2 for kptr, exit 1 in kpt's format when
-// invoked as kpt.
-func (g *globals) usage(err error) error {
-	if kptMode && !errors.Is(err, errHelp) {
+// printKptError prints err as kpt's CLI does: "Error: <msg> " ("error: <msg>"
+// for eval), nothing when the transcript already showed the failure.
+func (g *globals) printKptError(err error) {
+	var pe *pipeline.Error
+	if !errors.As(err, &pe) {
 		fmt.Fprintf(g.stderr, "Error: %v \n", err)
+	} else {
+		fmt.Fprint(g.stderr, pe.Line()) // eval's failures as kpt's eval prints them
+	}
+}
+
+// hasKptfile reports whether dir holds a Kptfile (for the exit code only: the
+// pipeline reports the error itself, in kpt's words).
+func hasKptfile(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, kptv1.KptFileName))
+	return err == nil
+}
+
+// packageDir resolves the package argument of fn render and fn eval as kpt
+// does (a symlink is followed, with kpt's warning) and refuses, as an input
+// error, a path that does not exist or is not a directory: a file given as
+// the package used to fail deep in the write as ".kptr-tx/journal: not a
+// directory".
+func (g *globals) packageDir(cmd, dir string) (string, error) {
+	rp, err := kptResolveSymlink(dir, g.stderr)
+	if err != nil {
+		return "", g.inputFailure(err)
+	}
+	st, err := os.Stat(rp)
+	if err != nil {
+		return "", g.inputFailure(err)
+	}
+	if !st.IsDir() {
+		return "", g.inputFailure(fmt.Errorf("%s is a file: %s takes a package directory (the one holding the Kptfile)", dir, cmd))
+	}
+	return rp, nil
+}
+
+// inputFailure reports an unusable input in kpt's format: exit 2 for kptr,
+// 1 when invoked as kpt.
+func (g *globals) inputFailure(err error) error {
+	g.printKptError(err)
+	if g.kpt {
+		return withCode(exitFunction, errReported)
+	}
+	return withCode(exitUsage, errReported)
+}
+
+// evalUsage reports an invalid eval invocation: exit 2 for kptr; as kpt
+// (whose eval checks its flags in PreRunE) "error: <msg>" and exit 1.
+func (g *globals) evalUsage(err error) error {
+	if g.kpt {
+		fmt.Fprintf(g.stderr, "error: %v\n", err)
 		return withCode(exitFunction, errReported)
 	}
 	return err
 }
 
-func (g *globals) baseOptions(ctx context.Context) pipeline.Options {
+// baseOptions are the pipeline options every fn command shares; env opens
+// the cache and the sandbox when a function image first runs.
+func (g *globals) baseOptions(ctx context.Context) (pipeline.Options, *lazyEnv) {
 	env := &lazyEnv{ctx: ctx, g: g}
 	// KPTR_FN_MAX_OUTPUT caps a function's stdout and stderr (bytes).
 	maxOut, _ := strconv.ParseInt(g.getenv("KPTR_FN_MAX_OUTPUT"), 10, 64)
@@ -112,55 +188,227 @@ func (g *globals) baseOptions(ctx context.Context) pipeline.Options {
 		Timeout:     g.fnTimeout,
 		Stderr:      g.stderr,
 		Stdout:      g.stdout,
-	}
+		// as kpt, kpt's transcript line for line (no pull-time line)
+		KptTranscript: g.kpt,
+	}, env
 }
 
-func runFnRender(ctx context.Context, g *globals, args []string) error {
-	fs := g.flagSet("fn render", "[PKG_PATH] [flags]")
+// fnScopes are the shared settings of the commands that run functions.
+const fnScopes = scopeCache | scopePull | scopeNames | scopeRun | scopeLog
+
+func (g *globals) fnCmd() *cobra.Command {
+	return group(&cobra.Command{
+		Use:   "fn",
+		Short: "Render, evaluate, source and sink packages as kpt fn does",
+		Long: `The kpt fn commands kptr implements, with kpt's flags, files, results,
+transcript and exit codes: render runs a package's Kptfile pipelines, eval
+runs one function over a package, source and sink turn a package into a
+ResourceList and back. Function images come from kptr's cache and run in its
+rootless sandbox; no container daemon is involved.`,
+		Example: `  kptr fn render my-package
+  kptr fn eval my-package -i set-labels:v0.2.0 -- app=web
+  kptr fn source my-package | kptr fn eval - -i set-namespace:v0.4.1 -- namespace=prod | kptr fn sink out`,
+	}, g.renderCmd("render", "Render a package: run its Kptfile pipelines, as kpt fn render does"),
+		g.evalCmd(), g.sourceCmd(), g.sinkCmd())
+}
+
+// renderCmd is fn render, also installed at the top level as kptr render.
+func (g *globals) renderCmd(name, short string) *cobra.Command {
 	var allowExec, allowNetwork, truncate, allowWasm bool
 	var output, resultsDir string
+	c := g.command(&cobra.Command{
+		Use:   name + " [PKG_PATH]",
+		Short: short,
+		Long: `Render the package at PKG_PATH (default: the current directory) as kpt fn render
+does: its subpackages first, then its own Kptfile pipeline (mutators, then
+validators), each function the exact image the Kptfile names, pulled into
+kptr's cache and run in its sandbox. The package is rewritten in place
+atomically (all files or none) unless -o names another destination. Results
+go to --results-dir as a FunctionResultList.
+
+Exit codes: 0 rendered; 1 a function or validator failed; 2 a usage or input
+error (no such directory, a file instead of a package, no Kptfile, an invalid
+Kptfile); 3 a function could not run because of the sandbox, a registry or
+the cache (kpt reports these as the function's exit code 125).`,
+		Example: `  # render the package in the current directory in place
+  kptr fn render
+
+  # write the rendered resources to stdout as plain YAML
+  kptr fn render my-package -o unwrap
+
+  # offline, from a cache filled beforehand (kptr prewarm, kptr cache import)
+  kptr fn render my-package --offline --cache-dir /var/cache/kptr
+
+  # results for CI
+  kptr fn render my-package --results-dir results`,
+	}, fnScopes, func(ctx context.Context, c *cobra.Command, args []string) error {
+		if allowWasm {
+			return usageError("--allow-alpha-wasm is not supported by kptr")
+		}
+		if len(args) > 1 {
+			return usageError("expected at most one package path, got %d", len(args))
+		}
+		dir := "."
+		if len(args) == 1 {
+			dir = args[0]
+		}
+		dir, err := g.packageDir("fn render", dir)
+		if err != nil {
+			return err
+		}
+		if err := prepareResultsDir(resultsDir, output); err != nil {
+			return g.inputFailure(err)
+		}
+		opts, env := g.baseOptions(ctx)
+		opts.AllowExec, opts.AllowNetwork = allowExec, allowNetwork
+		opts.Output, opts.ResultsDir = output, resultsDir
+		if _, err := pipeline.Render(ctx, dir, opts); err != nil {
+			return g.fnFailure(err, dir, env)
+		}
+		return nil
+	})
+	fs := c.Flags()
 	fs.BoolVar(&allowExec, "allow-exec", envBool(g.getenv("KPTR_ALLOW_EXEC")), "allow exec: functions (host binaries) (KPTR_ALLOW_EXEC)")
 	fs.BoolVar(&allowNetwork, "allow-network", envBool(g.getenv("KPTR_ALLOW_NETWORK")), "give image functions the host network (KPTR_ALLOW_NETWORK)")
 	fs.StringVarP(&output, "output", "o", "", "stdout (ResourceList), unwrap (plain YAML) or a directory that must not exist; default: in place")
 	fs.StringVar(&resultsDir, "results-dir", "", "write results.yaml (a FunctionResultList) into this directory")
 	fs.BoolVar(&truncate, "truncate-output", true, "accepted for kpt compatibility (kptr never truncates)")
 	fs.BoolVar(&allowWasm, "allow-alpha-wasm", false, "not supported by kptr")
-	if err := g.parse(fs, args); err != nil {
-		return g.usage(err)
-	}
-	if allowWasm {
-		return g.usage(usageError("--allow-alpha-wasm is not supported by kptr"))
-	}
-	if fs.NArg() > 1 {
-		return g.usage(usageError("expected at most one package path, got %d", fs.NArg()))
-	}
-	dir := "."
-	if fs.NArg() == 1 {
-		dir = fs.Arg(0)
-	}
-	dir, err := kptResolveSymlink(dir, g.stderr)
-	if err != nil {
-		return g.kptFailure(err)
-	}
-	if err := prepareResultsDir(resultsDir, output); err != nil {
-		return g.kptFailure(err)
-	}
-	opts := g.baseOptions(ctx)
-	opts.AllowExec, opts.AllowNetwork = allowExec, allowNetwork
-	opts.Output, opts.ResultsDir = output, resultsDir
-	if _, err := pipeline.Render(ctx, dir, opts); err != nil {
-		return g.kptFailure(err)
-	}
-	return nil
+	return c
 }
 
-func runFnEval(ctx context.Context, g *globals, args []string) error {
-	fs := g.flagSet("fn eval", "[DIR|-] (--image IMAGE | --exec CMD) [--fn-config FILE] [flags] [-- k=v ...]")
+func (g *globals) evalCmd() *cobra.Command {
 	var fn pipeline.EvalFunction
 	var execPath, output, resultsDir string
 	var network, asCurrentUser, truncate, allowWasm, save bool
+	var fnType string
 	var env, mounts []string
 	var matchLabels, matchAnns, exclLabels, exclAnns []string
+	c := g.command(&cobra.Command{
+		Use:   "eval [DIR|-] (--image IMAGE | --exec CMD) [flags] [-- KEY=VALUE...]",
+		Short: "Run one function over a package, as kpt fn eval does",
+		Long: `Run one function, an image (-i) or a host binary (--exec), over the resources of
+DIR (default: the current directory; '-' reads a ResourceList or a YAML
+stream from stdin and writes to stdout), as kpt fn eval does. Arguments after
+'--' become the function's ConfigMap; --fn-config names a file instead.
+Selectors (--match-*) and exclusions (--exclude-*) choose the resources the
+function sees; the others are kept as they are.
+
+Exit codes: 0 ok; 1 the function failed; 2 a usage or input error; 3 the
+function could not run because of the sandbox, a registry or the cache.`,
+		Example: `  # set a label on every resource of my-package, in place
+  kptr fn eval my-package -i set-labels:v0.2.0 -- app=web
+
+  # only Deployments, with a host binary
+  kptr fn eval my-package --exec ./my-fn --match-kind Deployment
+
+  # in a pipe
+  kptr fn source my-package | kptr fn eval - -i set-namespace:v0.4.1 -- namespace=prod`,
+	}, fnScopes, func(ctx context.Context, c *cobra.Command, args []string) error {
+		if allowWasm {
+			return usageError("--allow-alpha-wasm is not supported by kptr")
+		}
+		if err := pipeline.CheckSave(save, fnType); err != nil {
+			return g.evalUsage(usageError("%v", err))
+		}
+		if save {
+			fn.SaveAs = fnType
+		}
+		if execPath != "" && fn.Exec == "" {
+			fn.Exec = execPath
+		}
+		pos := args
+		var kv []string
+		if d := c.ArgsLenAtDash(); d >= 0 {
+			pos, kv = args[:d], args[d:]
+		}
+		if len(pos) > 1 {
+			return usageError("expected at most one package path, got %d", len(pos))
+		}
+		dir := "."
+		if len(pos) == 1 {
+			dir = pos[0]
+		}
+		if fn.Image == "" && fn.Exec == "" {
+			return g.evalUsage(usageError("must specify --image or --exec"))
+		}
+		if fn.Image != "" && fn.Exec != "" {
+			return g.evalUsage(usageError("must specify exactly one of --image and --exec"))
+		}
+		if err := prepareResultsDir(resultsDir, output); err != nil {
+			return g.inputFailure(err)
+		}
+		if len(kv) > 0 {
+			if fn.FnConfig != "" {
+				return g.evalUsage(usageError("function arguments can only be specified without function config file"))
+			}
+			fn.ConfigMap = map[string]string{}
+			for i, a := range kv {
+				k, v, ok := strings.Cut(a, "=")
+				if !ok && i == 0 {
+					// kpt: the first argument may be the functionConfig's kind
+					fn.ConfigKind = a
+					continue
+				}
+				if !ok {
+					return g.evalUsage(usageError("args must have keys and values separated by ="))
+				}
+				fn.ConfigMap[k] = v
+			}
+		}
+		var err error
+		if fn.Selector.Labels, err = kvMap(matchLabels); err != nil {
+			return err
+		}
+		if fn.Selector.Annotations, err = kvMap(matchAnns); err != nil {
+			return err
+		}
+		if fn.Exclusion.Labels, err = kvMap(exclLabels); err != nil {
+			return err
+		}
+		if fn.Exclusion.Annotations, err = kvMap(exclAnns); err != nil {
+			return err
+		}
+		opts, lazy := g.baseOptions(ctx)
+		opts.AllowNetwork = network
+		opts.AsCurrentUser = asCurrentUser
+		opts.Output, opts.ResultsDir = output, resultsDir
+		for _, e := range env {
+			if !strings.Contains(e, "=") {
+				e = e + "=" + g.getenv(e)
+			}
+			opts.Env = append(opts.Env, e)
+		}
+		for _, m := range mounts {
+			mt, err := parseMount(m)
+			if err != nil {
+				return err
+			}
+			opts.Mounts = append(opts.Mounts, mt)
+		}
+		if dir != "-" {
+			if fn.FnConfig != "" {
+				if _, err := os.Stat(fn.FnConfig); os.IsNotExist(err) {
+					return g.evalUsage(usageError("missing function config file: %s", fn.FnConfig))
+				}
+			}
+			// kpt's eval resolves the package path as render does, with its warning
+			if dir, err = g.packageDir("fn eval", dir); err != nil {
+				return err
+			}
+		}
+		if save {
+			if err := pipeline.CheckSaveFnConfig(dir, fn.FnConfig); err != nil {
+				return g.evalUsage(usageError("%v", err))
+			}
+		}
+		if _, err := pipeline.Eval(ctx, dir, fn, opts, g.stdin); err != nil {
+			// eval needs no Kptfile: only a recorded cause changes the class
+			return g.fnFailure(err, "", lazy)
+		}
+		return nil
+	})
+	fs := c.Flags()
 	fs.StringVarP(&fn.Image, "image", "i", "", "function image (a name without '/' gets the image prefix)")
 	fs.StringVar(&fn.Exec, "exec", "", "function binary and arguments, run on the host")
 	fs.StringVar(&execPath, "exec-path", "", "alias of --exec")
@@ -186,82 +434,11 @@ func runFnEval(ctx context.Context, g *globals, args []string) error {
 	fs.StringArrayVarP(&env, "env", "e", nil, "KEY=VALUE or KEY (from the environment) for the function, repeatable")
 	fs.BoolVar(&asCurrentUser, "as-current-user", false, "run the function as the current uid/gid instead of nobody")
 	fs.BoolVar(&truncate, "truncate-output", true, "accepted for kpt compatibility")
-	fs.BoolVar(&save, "save", false, "not supported by kptr")
+	fs.BoolVarP(&save, "save", "s", false, "add the function and its arguments to the Kptfile's pipeline after a successful run (needs --type)")
+	fs.StringVarP(&fnType, "type", "t", "", "mutator or validator: the Kptfile pipeline list --save adds the function to")
+	fs.StringVar(&fn.Tag, "tag", "", "replace the --image tag: a semver constraint picks the highest matching tag, anything else is used literally")
 	fs.BoolVar(&allowWasm, "allow-alpha-wasm", false, "not supported by kptr")
-	if err := g.parse(fs, args); err != nil {
-		return g.usage(err)
-	}
-	if save || allowWasm {
-		return g.usage(usageError("--save and --allow-alpha-wasm are not supported by kptr"))
-	}
-	if execPath != "" && fn.Exec == "" {
-		fn.Exec = execPath
-	}
-	pos := fs.Args()
-	var kv []string
-	if d := fs.ArgsLenAtDash(); d >= 0 {
-		pos, kv = pos[:d], pos[d:]
-	}
-	if len(pos) > 1 {
-		return g.usage(usageError("expected at most one package path, got %d", len(pos)))
-	}
-	dir := "."
-	if len(pos) == 1 {
-		dir = pos[0]
-	}
-	if (fn.Image == "") == (fn.Exec == "") {
-		return g.usage(usageError("must specify exactly one of --image and --exec"))
-	}
-	if err := prepareResultsDir(resultsDir, output); err != nil {
-		return g.kptFailure(err)
-	}
-	if len(kv) > 0 {
-		if fn.FnConfig != "" {
-			return g.usage(usageError("function config file and data cannot both be given"))
-		}
-		fn.ConfigMap = map[string]string{}
-		for _, a := range kv {
-			k, v, ok := strings.Cut(a, "=")
-			if !ok {
-				return g.usage(usageError("function argument %q must be KEY=VALUE", a))
-			}
-			fn.ConfigMap[k] = v
-		}
-	}
-	var err error
-	if fn.Selector.Labels, err = kvMap(matchLabels); err != nil {
-		return g.usage(err)
-	}
-	if fn.Selector.Annotations, err = kvMap(matchAnns); err != nil {
-		return g.usage(err)
-	}
-	if fn.Exclusion.Labels, err = kvMap(exclLabels); err != nil {
-		return g.usage(err)
-	}
-	if fn.Exclusion.Annotations, err = kvMap(exclAnns); err != nil {
-		return g.usage(err)
-	}
-	opts := g.baseOptions(ctx)
-	opts.AllowNetwork = network
-	opts.AsCurrentUser = asCurrentUser
-	opts.Output, opts.ResultsDir = output, resultsDir
-	for _, e := range env {
-		if !strings.Contains(e, "=") {
-			e = e + "=" + g.getenv(e)
-		}
-		opts.Env = append(opts.Env, e)
-	}
-	for _, m := range mounts {
-		mt, err := parseMount(m)
-		if err != nil {
-			return g.usage(err)
-		}
-		opts.Mounts = append(opts.Mounts, mt)
-	}
-	if _, err := pipeline.Eval(ctx, dir, fn, opts, g.stdin); err != nil {
-		return g.kptFailure(err)
-	}
-	return nil
+	return c
 }
 
 func kvMap(pairs []string) (map[string]string, error) {

@@ -3,52 +3,63 @@ package main
 import (
 	"context"
 
+	"github.com/spf13/cobra"
+
 	"github.com/kptr-dev/kptr/pipeline"
 )
 
-func init() {
-	register(&command{name: "fn source", summary: "print a package as a ResourceList (`kpt fn source`)", run: runFnSource})
-	register(&command{name: "fn sink", summary: "write a ResourceList from stdin into a directory (`kpt fn sink`)", run: runFnSink})
-}
-
-func runFnSource(_ context.Context, g *globals, args []string) error {
-	fs := g.flagSet("fn source", "[DIR] [--fn-config FILE] [-o unwrap]")
+func (g *globals) sourceCmd() *cobra.Command {
 	var fnConfig, output string
-	fs.StringVar(&fnConfig, "fn-config", "", "file holding the functionConfig to add")
-	fs.StringVarP(&output, "output", "o", "", "unwrap: plain YAML instead of a ResourceList")
-	if err := g.parse(fs, args); err != nil {
-		return g.usage(err)
-	}
-	if fs.NArg() > 1 {
-		return g.usage(usageError("expected at most one directory"))
-	}
-	if output != "" && output != "unwrap" && output != "stdout" {
-		return g.usage(usageError("--output must be stdout or unwrap"))
-	}
-	dir := "."
-	if fs.NArg() == 1 {
-		dir = fs.Arg(0)
-	}
-	if err := pipeline.Source(dir, fnConfig, output == "unwrap", g.stdout); err != nil {
-		return g.kptFailure(err)
-	}
-	return nil
+	c := g.command(&cobra.Command{
+		Use:   "source [DIR]",
+		Short: "Print a package's resources as a ResourceList, as kpt fn source does",
+		Long: `Read the resources of DIR (default: the current directory) and print them on
+stdout as a ResourceList (or, with -o unwrap, as a plain YAML stream), with
+kpt's path and index annotations, for a pipe into kptr fn eval - and kptr fn
+sink. Runs no function and needs no cache or sandbox.`,
+		Example: `  kptr fn source my-package
+  kptr fn source my-package | kptr fn eval - -i set-labels:v0.2.0 -- app=web | kptr fn sink out`,
+	}, 0, func(_ context.Context, _ *cobra.Command, args []string) error {
+		if len(args) > 1 {
+			return usageError("expected at most one directory")
+		}
+		if output != "" && output != "unwrap" && output != "stdout" {
+			return usageError("--output must be stdout or unwrap")
+		}
+		dir := "."
+		if len(args) == 1 {
+			dir = args[0]
+		}
+		if err := pipeline.Source(dir, fnConfig, output == "unwrap", g.stdout); err != nil {
+			return g.inputFailure(err)
+		}
+		return nil
+	})
+	c.Flags().StringVar(&fnConfig, "fn-config", "", "file holding the functionConfig to add")
+	c.Flags().StringVarP(&output, "output", "o", "", "unwrap: plain YAML instead of a ResourceList")
+	return c
 }
 
-func runFnSink(_ context.Context, g *globals, args []string) error {
-	fs := g.flagSet("fn sink", "[DIR]")
-	if err := g.parse(fs, args); err != nil {
-		return g.usage(err)
-	}
-	if fs.NArg() > 1 {
-		return g.usage(usageError("expected at most one directory"))
-	}
-	dir := "."
-	if fs.NArg() == 1 {
-		dir = fs.Arg(0)
-	}
-	if err := pipeline.Sink(g.stdin, dir); err != nil {
-		return g.kptFailure(err)
-	}
-	return nil
+func (g *globals) sinkCmd() *cobra.Command {
+	return g.command(&cobra.Command{
+		Use:   "sink [DIR]",
+		Short: "Write a ResourceList from stdin into a new directory, as kpt fn sink does",
+		Long: `Read a ResourceList (or a YAML stream) from stdin and write its resources into
+DIR (default: the current directory), each into the file its path annotation
+names. The directory must not exist yet. Runs no function and needs no cache
+or sandbox.`,
+		Example: `  kptr fn source my-package | kptr fn eval - -i set-labels:v0.2.0 -- app=web | kptr fn sink out`,
+	}, 0, func(_ context.Context, _ *cobra.Command, args []string) error {
+		if len(args) > 1 {
+			return usageError("expected at most one directory")
+		}
+		dir := "."
+		if len(args) == 1 {
+			dir = args[0]
+		}
+		if err := pipeline.Sink(g.stdin, dir); err != nil {
+			return g.inputFailure(err)
+		}
+		return nil
+	})
 }

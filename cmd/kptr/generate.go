@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/spf13/cobra"
+
 	"github.com/kptr-dev/kptr/cache"
 	"github.com/kptr-dev/kptr/pipeline"
 	"github.com/kptr-dev/kptr/runtime"
@@ -36,51 +38,74 @@ import (
 //   - local-config resources (the Kptfiles included) are not in the output;
 //   - what the render may do is the operator's policy (policy.go).
 
-func init() {
-	register(&command{name: "generate", summary: "render the package at the current directory for Argo CD (config-management plugin)", run: runGenerate})
+func (g *globals) generateCmd() *cobra.Command {
+	var p policy
+	c := g.command(&cobra.Command{
+		Use:   "generate [DIR]",
+		Short: "Render the package at the current directory for Argo CD (config-management plugin)",
+		Long: `The generate command of kptr's Argo CD config-management plugin (plugin.yaml):
+render the package tree at DIR (default: the current directory, the
+Application's path) in memory, never writing the checkout, and print its
+manifests on stdout, local-config resources left out. What the render may do
+is the operator's policy (the flags below and their KPTR_* variables in the
+sidecar's pod spec); an Application's parameters can only narrow it.
+
+On any failure stdout stays empty and stderr carries one line (credentials
+redacted): Argo CD would take empty output as "delete everything". Exit codes:
+1 a function failed, 2 a usage error or a policy refusal, 3 the sandbox, a
+registry or the cache.`,
+		Example: `  # what Argo CD runs, in the Application's path
+  kptr generate
+
+  # try a package as the sidecar would render it
+  KPTR_ALLOWED_IMAGES='ghcr.io/kptdev/krm-functions-catalog/*' kptr generate apps/web`,
+	}, fnScopes, func(ctx context.Context, c *cobra.Command, args []string) error {
+		return g.runGenerate(ctx, c, &p, args)
+	})
+	// Every failure that reaches the command, a bad setting included, is
+	// generate's one line.
+	run := c.RunE
+	c.RunE = func(c *cobra.Command, args []string) error { return generateFailed(g, run(c, args)) }
+	policyFlags(c.Flags(), g.getenv, &p)
+	return c
 }
 
-func runGenerate(ctx context.Context, g *globals, args []string) error {
-	var p policy
-	fs := g.flagSet("generate", "[DIR]")
-	policyFlags(fs, g.getenv, &p)
-	if err := g.parse(fs, args); err != nil {
-		return generateFailed(g, err)
-	}
-	if fs.NArg() > 1 {
-		return generateFailed(g, usageError("at most one directory, got %d", fs.NArg()))
+// runGenerate is generate after its flags were parsed.
+func (g *globals) runGenerate(ctx context.Context, c *cobra.Command, p *policy, args []string) error {
+	if len(args) > 1 {
+		return usageError("at most one directory, got %d", len(args))
 	}
 	// Argo CD shows the whole stderr of a failed generate: keep it to the
 	// one error line unless the operator asked for logs.
-	if !fs.Changed("log-level") && g.getenv("KPTR_LOG_LEVEL") == "" {
+	if !c.Flags().Changed("log-level") && g.getenv("KPTR_LOG_LEVEL") == "" {
 		g.logLevel = "error"
 	}
 	dir := "."
-	if fs.NArg() == 1 {
-		dir = fs.Arg(0)
+	if len(args) == 1 {
+		dir = args[0]
 	}
 	if err := p.validate(); err != nil {
-		return generateFailed(g, withCode(exitUsage, err))
+		return withCode(exitUsage, err)
 	}
 	if err := p.applyAppParameters(g.getenv, &g.fnTimeout); err != nil {
-		return generateFailed(g, withCode(exitUsage, err))
+		return withCode(exitUsage, err)
 	}
 	if p.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, p.Timeout)
 		defer cancel()
 	}
-	out, err := generate(ctx, g, &p, dir)
+	out, err := generate(ctx, g, p, dir)
 	if err != nil {
 		if p.Timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			// Say which limit struck: the cause underneath is only
 			// "context deadline exceeded" at whatever step was running.
 			err = &exitError{exitCodeOf(err), fmt.Errorf("timed out after %s (the operator's limit, KPTR_TIMEOUT / --timeout): %w", p.Timeout, err)}
 		}
-		return generateFailed(g, err)
+		return err
 	}
 	if _, err := g.stdout.Write(out); err != nil {
-		return generateFailed(g, withCode(exitEnv, fmt.Errorf("writing manifests: %w", err)))
+		return withCode(exitEnv, fmt.Errorf("writing manifests: %w", err))
 	}
 	return nil
 }
@@ -230,8 +255,8 @@ func resourceID(n *yaml.RNode) string {
 // generateFailed prints err as the single line Argo CD will show and marks
 // it reported. Nothing has been written to stdout at this point.
 func generateFailed(g *globals, err error) error {
-	if errors.Is(err, errHelp) {
-		return err
+	if err == nil {
+		return nil
 	}
 	fmt.Fprintf(g.stderr, "kptr generate: %s\n", oneLine(redact(err.Error())))
 	return &exitError{exitCodeOf(err), errReported}

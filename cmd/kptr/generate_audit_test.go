@@ -39,7 +39,7 @@ func TestGenerateExitCodeFollowsTheCause(t *testing.T) {
 			env[k] = v
 		}
 		var out, errb bytes.Buffer
-		err := runGenerate(t.Context(), newGlobals(nil, &out, &errb, envMap(env)), []string{tc.dir})
+		err := execIn(t.Context(), newGlobals(nil, &out, &errb, envMap(env)), "generate", tc.dir)
 		if code := exitCodeOf(err); code != tc.code || out.Len() != 0 || strings.Count(errb.String(), "\n") != 1 || !strings.Contains(errb.String(), tc.want) {
 			t.Errorf("%s: exit %d (want %d), stdout %q, stderr %q (want %q)", tc.name, code, tc.code, out.String(), errb.String(), tc.want)
 		}
@@ -50,7 +50,7 @@ func TestGenerateExitCodeFollowsTheCause(t *testing.T) {
 func TestGenerateNegativeTimeoutIsRefused(t *testing.T) {
 	dir, _ := unreachablePackage(t)
 	var out, errb bytes.Buffer
-	err := runGenerate(t.Context(), newGlobals(nil, &out, &errb, envMap(map[string]string{"KPTR_TIMEOUT": "-30s", "KPTR_CACHE_DIR": t.TempDir()})), []string{dir})
+	err := execIn(t.Context(), newGlobals(nil, &out, &errb, envMap(map[string]string{"KPTR_TIMEOUT": "-30s", "KPTR_CACHE_DIR": t.TempDir()})), "generate", dir)
 	if exitCodeOf(err) != exitUsage || out.Len() != 0 || !strings.Contains(errb.String(), "KPTR_TIMEOUT (--timeout) must not be negative") {
 		t.Errorf("exit %d, stdout %q, stderr %q", exitCodeOf(err), out.String(), errb.String())
 	}
@@ -66,7 +66,7 @@ func TestGenerateExecRefusalNamesThePolicy(t *testing.T) {
 		"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n",
 	})
 	var out, errb bytes.Buffer
-	err := runGenerate(t.Context(), newGlobals(nil, &out, &errb, envMap(map[string]string{"KPTR_CACHE_DIR": t.TempDir()})), []string{dir})
+	err := execIn(t.Context(), newGlobals(nil, &out, &errb, envMap(map[string]string{"KPTR_CACHE_DIR": t.TempDir()})), "generate", dir)
 	if exitCodeOf(err) != exitUsage || out.Len() != 0 || errb.String() != "kptr generate: render .: cat: exec functions are not allowed by the operator's policy (KPTR_ALLOW_EXEC / --allow-exec)\n" {
 		t.Errorf("exit %d, stdout %q, stderr %q", exitCodeOf(err), out.String(), errb.String())
 	}

@@ -17,13 +17,16 @@ import (
 	"github.com/kptr-dev/kptr/pipeline"
 )
 
-// globals are the settings every command shares. Each is a flag and, where an
-// operator would set it in a pod spec, a KPTR_* environment variable; the flag
-// wins over the variable.
+// globals are the settings commands share, and the process's streams. Each
+// setting is a flag and, where an operator would set it in a pod spec, a
+// KPTR_* environment variable; the flag wins over the variable.
 type globals struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	// kpt is set when the binary runs as "kpt" (kpt.go): kpt's command
+	// line, help, error format and exit codes.
+	kpt bool
 
 	cacheDir    string
 	mirrors     []string
@@ -54,62 +57,105 @@ func newGlobals(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) s
 	return &globals{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
 }
 
-// flagSet returns a flag set for command name with the global flags on it.
-// Defaults come from the environment so that --help shows the effective value.
-func (g *globals) flagSet(name, usage string) *pflag.FlagSet {
-	fs := pflag.NewFlagSet("kptr "+name, pflag.ContinueOnError)
-	fs.SetOutput(g.stderr)
-	fs.SortFlags = false
-	fs.Usage = func() {
-		// Only --help calls this (parse errors are reported by main): to
-		// stdout, as kpt's cobra does, so that `--help | less` works.
-		fmt.Fprintf(g.stdout, "Usage: kptr %s %s\n", name, usage)
-		if own := flagUsages(fs, false); own != "" {
-			fmt.Fprintf(g.stdout, "\nFlags:\n%s", own)
-		}
-		fmt.Fprintf(g.stdout, "\nGlobal flags:\n%s", flagUsages(fs, true))
-	}
+// scope names the commands a shared setting applies to; a command declares
+// the scopes it uses (commands.go).
+type scope uint8
+
+const (
+	// scopeCache: commands that open the image cache.
+	scopeCache scope = 1 << iota
+	// scopePull: commands that may fetch images from a registry.
+	scopePull
+	// scopeNames: commands that take image names (the image prefix).
+	scopeNames
+	// scopeRun: commands that run functions.
+	scopeRun
+	// scopeLog: commands that log.
+	scopeLog
+)
+
+// settings declares every shared setting, once: its flag, its variable (named
+// in the usage, which is how checkSettings finds it), its default and the
+// scope it applies to. Defaults come from the environment so that --help
+// shows the effective value.
+func (g *globals) settings() []settingGroup {
 	env := g.getenv
-	fs.StringVar(&g.cacheDir, "cache-dir", defaultCacheDir(env), "image cache directory (KPTR_CACHE_DIR)")
-	fs.StringArrayVar(&g.mirrors, "mirror", splitList(env("KPTR_MIRRORS")), "registry mirror SRC=DST, repeatable (KPTR_MIRRORS, comma-separated)")
-	fs.StringArrayVar(&g.insecure, "insecure-registry", splitList(env("KPTR_INSECURE_REGISTRIES")), "registry host reached over plain HTTP, repeatable; loopback always may (KPTR_INSECURE_REGISTRIES)")
-	fs.BoolVar(&g.offline, "offline", envBool(env("KPTR_OFFLINE")), "never touch the network; a cache miss is an error (KPTR_OFFLINE)")
-	fs.StringVar(&g.pullPolicy, "image-pull-policy", envOr(env("KPTR_IMAGE_PULL_POLICY"), "IfNotPresent"), "Always, IfNotPresent or Never (KPTR_IMAGE_PULL_POLICY)")
-	fs.StringVar(&g.imagePrefix, "image-prefix", envOr(env("KPT_IMAGE_PREFIX"), "ghcr.io/kptdev/krm-functions-catalog/"), "prefix for image names without a '/' (KPT_IMAGE_PREFIX)")
-	fs.DurationVar(&g.fnTimeout, "fn-timeout", envDuration(env("KPTR_FN_TIMEOUT"), 5*time.Minute), "time limit of one function run (KPTR_FN_TIMEOUT)")
-	fs.DurationVar(&g.regTimeout, "registry-timeout", envDuration(env("KPTR_REGISTRY_TIMEOUT"), 30*time.Second), "time a registry may take to connect, to answer, and to send each next KiB (KPTR_REGISTRY_TIMEOUT)")
-	fs.StringVar(&g.sandbox, "sandbox", envOr(env("KPTR_SANDBOX"), "auto"), "auto (refuse to run without a working sandbox) or none (run functions unsandboxed) (KPTR_SANDBOX)")
-	fs.StringVar(&g.logLevel, "log-level", envOr(env("KPTR_LOG_LEVEL"), "info"), "debug, info, warn or error (KPTR_LOG_LEVEL)")
-	fs.StringVar(&g.progress, "progress", envOr(env("KPTR_PROGRESS"), "auto"), "auto (bars on a terminal), plain (log lines) or none (KPTR_PROGRESS)")
-	fs.VisitAll(func(f *pflag.Flag) { fs.SetAnnotation(f.Name, globalFlag, nil) })
-	return fs
+	return []settingGroup{
+		{scopeCache, func(fs *pflag.FlagSet) {
+			fs.StringVar(&g.cacheDir, "cache-dir", defaultCacheDir(env), "image cache directory (KPTR_CACHE_DIR)")
+		}},
+		{scopePull, func(fs *pflag.FlagSet) {
+			fs.StringArrayVar(&g.mirrors, "mirror", splitList(env("KPTR_MIRRORS")), "registry mirror SRC=DST, repeatable (KPTR_MIRRORS, comma-separated)")
+			fs.StringArrayVar(&g.insecure, "insecure-registry", splitList(env("KPTR_INSECURE_REGISTRIES")), "registry host reached over plain HTTP, repeatable; loopback always may (KPTR_INSECURE_REGISTRIES)")
+			fs.BoolVar(&g.offline, "offline", envBool(env("KPTR_OFFLINE")), "never touch the network; a cache miss is an error (KPTR_OFFLINE)")
+			fs.StringVar(&g.pullPolicy, "image-pull-policy", envOr(env("KPTR_IMAGE_PULL_POLICY"), "IfNotPresent"), "Always, IfNotPresent or Never (KPTR_IMAGE_PULL_POLICY)")
+			fs.DurationVar(&g.regTimeout, "registry-timeout", envDuration(env("KPTR_REGISTRY_TIMEOUT"), 30*time.Second), "time a registry may take to connect, to answer, and to send each next KiB (KPTR_REGISTRY_TIMEOUT)")
+			fs.StringVar(&g.progress, "progress", envOr(env("KPTR_PROGRESS"), "auto"), "auto (bars on a terminal), plain (log lines) or none (KPTR_PROGRESS)")
+		}},
+		{scopeNames, func(fs *pflag.FlagSet) {
+			fs.StringVar(&g.imagePrefix, "image-prefix", envOr(env("KPT_IMAGE_PREFIX"), "ghcr.io/kptdev/krm-functions-catalog/"), "prefix for image names without a '/' (KPT_IMAGE_PREFIX)")
+		}},
+		{scopeRun, func(fs *pflag.FlagSet) {
+			fs.DurationVar(&g.fnTimeout, "fn-timeout", envDuration(env("KPTR_FN_TIMEOUT"), 5*time.Minute), "time limit of one function run (KPTR_FN_TIMEOUT)")
+			fs.StringVar(&g.sandbox, "sandbox", envOr(env("KPTR_SANDBOX"), "auto"), "auto (the namespace tier, else the landlock tier, else refuse), namespace, landlock, or none (run functions unsandboxed) (KPTR_SANDBOX)")
+		}},
+		{scopeLog, func(fs *pflag.FlagSet) {
+			fs.StringVar(&g.logLevel, "log-level", envOr(env("KPTR_LOG_LEVEL"), "info"), "debug, info, warn or error (KPTR_LOG_LEVEL)")
+		}},
+	}
 }
 
-// globalFlag marks the flags every command shares, so --help can list a
-// command's own flags first.
+// settingGroup is the settings of one scope.
+type settingGroup struct {
+	scope scope
+	add   func(fs *pflag.FlagSet)
+}
+
+// Flag annotations: globalFlag marks a shared setting that applies to the
+// command (listed under "Global flags", checked by checkSettings); the
+// others are hidden and accepted only so that existing command lines keep
+// working (`kptr cache ls --offline`).
 const globalFlag = "kptr-global"
 
-// flagUsages renders either the global flags or the command's own ones.
+// addSettings puts every shared setting on fs: those of the scopes in use
+// shown (unless hide, as in kpt's help) and checked, the others hidden.
+func (g *globals) addSettings(fs *pflag.FlagSet, use scope, hide bool) {
+	for _, grp := range g.settings() {
+		sub := pflag.NewFlagSet("", pflag.ContinueOnError)
+		grp.add(sub)
+		sub.VisitAll(func(f *pflag.Flag) {
+			if grp.scope&use != 0 {
+				f.Annotations = map[string][]string{globalFlag: nil}
+				f.Hidden = hide
+			} else {
+				f.Hidden = true
+			}
+			fs.AddFlag(f)
+		})
+	}
+}
+
+// applies reports whether the shared setting name applies to the command
+// whose flags are fs.
+func applies(fs *pflag.FlagSet, name string) bool {
+	f := fs.Lookup(name)
+	if f == nil {
+		return false
+	}
+	_, ok := f.Annotations[globalFlag]
+	return ok
+}
+
+// flagUsages renders either the shared settings or the command's own flags.
 func flagUsages(fs *pflag.FlagSet, global bool) string {
 	sub := pflag.NewFlagSet("", pflag.ContinueOnError)
 	sub.SortFlags = false
 	fs.VisitAll(func(f *pflag.Flag) {
-		if _, ok := f.Annotations[globalFlag]; ok == global {
+		if _, ok := f.Annotations[globalFlag]; ok == global && !f.Hidden {
 			sub.AddFlag(f)
 		}
 	})
 	return sub.FlagUsages()
-}
-
-// parse parses args, turning --help into errHelp and bad flags into usage errors.
-func (g *globals) parse(fs *pflag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if err == pflag.ErrHelp {
-			return errHelp
-		}
-		return usageError("%v", err)
-	}
-	return g.checkSettings(fs)
 }
 
 // envInUsage finds the variable a flag's usage names as its default ("(KPTR_FN_TIMEOUT)").
@@ -119,12 +165,14 @@ var envInUsage = regexp.MustCompile(`\b(KPTR?_[A-Z0-9_]+)\b`)
 // otherwise fail later as a function failure (exit 125 per function) or be
 // silently replaced by its default: a bool, duration or number variable that
 // does not parse (KPTR_FN_TIMEOUT=5 minutes, KPTR_OFFLINE=yes), an unknown
-// pull policy, sandbox, progress or log level, a malformed mirror. The message
-// names the flag or the variable the value came from.
+// pull policy, sandbox, progress or log level, a malformed mirror. Only the
+// settings that apply to the command are checked (a bad KPTR_FN_TIMEOUT does
+// not stop `kptr version`). The message names the flag or the variable the
+// value came from.
 func (g *globals) checkSettings(fs *pflag.FlagSet) error {
 	var bad error
 	fs.VisitAll(func(f *pflag.Flag) {
-		if bad != nil || f.Changed {
+		if bad != nil || f.Changed || !applies(fs, f.Name) {
 			return
 		}
 		m := envInUsage.FindStringSubmatch(f.Usage)
@@ -159,30 +207,31 @@ func (g *globals) checkSettings(fs *pflag.FlagSet) error {
 		}
 		return env + " (--" + flag + ")"
 	}
-	if (fs.Changed("cache-dir") || g.cacheDir != "") && strings.TrimSpace(g.cacheDir) == "" {
+	on := func(flag string) bool { return applies(fs, flag) }
+	if on("cache-dir") && (fs.Changed("cache-dir") || g.cacheDir != "") && strings.TrimSpace(g.cacheDir) == "" {
 		// Open("") would make the current directory the cache (a user's
 		// package, with `cache prune` removing files from it).
 		return usageError("--cache-dir: empty; name a directory (or leave the flag out for the default)")
 	}
-	if g.fnTimeout <= 0 {
+	if on("fn-timeout") && g.fnTimeout <= 0 {
 		// The sandbox would kill every function at once ("timed out after 0s").
 		return usageError("%s: want a positive duration, got %s", from("fn-timeout", "KPTR_FN_TIMEOUT"), g.fnTimeout)
 	}
-	if g.regTimeout <= 0 {
+	if on("registry-timeout") && g.regTimeout <= 0 {
 		return usageError("%s: want a positive duration, got %s", from("registry-timeout", "KPTR_REGISTRY_TIMEOUT"), g.regTimeout)
 	}
-	if _, err := cache.ParsePullPolicy(g.pullPolicy); err != nil {
+	if _, err := cache.ParsePullPolicy(g.pullPolicy); on("image-pull-policy") && err != nil {
 		return usageError("%s: %v", from("image-pull-policy", "KPTR_IMAGE_PULL_POLICY"), err)
 	}
 	for _, m := range g.mirrors {
-		if _, err := cache.ParseMirror(m); err != nil {
+		if _, err := cache.ParseMirror(m); on("mirror") && err != nil {
 			return usageError("%s: %v", from("mirror", "KPTR_MIRRORS"), err)
 		}
 	}
 	for _, h := range g.insecure {
 		// Matched against the registry host of each pull: a scheme, path or
 		// credentials would never match (and must not be echoed).
-		if strings.ContainsAny(h, "/@") {
+		if on("insecure-registry") && strings.ContainsAny(h, "/@") {
 			shown := fmt.Sprintf("%q", h)
 			if strings.Contains(h, "@") {
 				shown = "(value with credentials, not shown)"
@@ -191,31 +240,37 @@ func (g *globals) checkSettings(fs *pflag.FlagSet) error {
 		}
 	}
 	switch g.sandbox {
-	case "auto", "none", "":
+	case sandboxAuto, sandboxNamespace, sandboxLandlock, sandboxNone, "":
 	default:
-		return usageError("%s: want auto or none, got %q", from("sandbox", "KPTR_SANDBOX"), g.sandbox)
+		if !on("sandbox") {
+			break
+		}
+		return usageError("%s: want %s, got %q", from("sandbox", "KPTR_SANDBOX"), sandboxModes, g.sandbox)
 	}
 	switch g.progress {
 	case "auto", "plain", "none", "":
 	default:
+		if !on("progress") {
+			break
+		}
 		return usageError("%s: want auto, plain or none, got %q", from("progress", "KPTR_PROGRESS"), g.progress)
 	}
-	// KPTR_FN_MAX_OUTPUT and the output limits have no flag: the render
-	// commands and generate read them.
-	if v := strings.TrimSpace(g.getenv("KPTR_FN_MAX_OUTPUT")); v != "" {
+	// KPTR_FN_MAX_OUTPUT and the output limits have no flag: the commands
+	// that run functions read them.
+	if v := strings.TrimSpace(g.getenv("KPTR_FN_MAX_OUTPUT")); on("fn-timeout") && v != "" {
 		if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < 0 {
 			return usageError("KPTR_FN_MAX_OUTPUT: want a number of bytes, got %q", v)
 		}
 	}
 	for _, name := range outputLimitVars {
-		if v := strings.TrimSpace(g.getenv(name)); v != "" {
+		if v := strings.TrimSpace(g.getenv(name)); on("fn-timeout") && v != "" {
 			if n, err := strconv.Atoi(v); err != nil || n < 0 {
 				return usageError("%s: want a whole number (0 for the default), got %q", name, v)
 			}
 		}
 	}
 	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(g.logLevel)); err != nil {
+	if err := lvl.UnmarshalText([]byte(g.logLevel)); on("log-level") && err != nil {
 		return usageError("%s: want debug, info, warn or error, got %q", from("log-level", "KPTR_LOG_LEVEL"), g.logLevel)
 	}
 	return nil

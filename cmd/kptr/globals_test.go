@@ -12,7 +12,7 @@ func TestHelpListsOwnFlagsBeforeGlobalFlags(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	own, global := strings.Index(out, "\nFlags:\n"), strings.Index(out, "\nGlobal flags:\n")
+	own, global := strings.Index(out, "\nFlags:\n"), strings.Index(out, "\nGlobal flags (each also read from the variable named):\n")
 	if own < 0 || global < own {
 		t.Fatalf("want a Flags section before Global flags:\n%s", out)
 	}

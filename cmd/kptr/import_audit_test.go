@@ -62,10 +62,11 @@ func TestCacheImportFromStdin(t *testing.T) {
 	if bd, err := c.Resolve(t.Context(), ref); err != nil || bd.Digest != want {
 		t.Fatalf("resolve after import from stdin: %v %v, want %v", err, bd.Digest, want)
 	}
-	// Garbage on stdin: the message names "-", not a temporary file.
+	// Garbage on stdin: the message names "-", not a temporary file; it is
+	// the user's input, not an image archive: exit 2 (it was 3).
 	errb.Reset()
 	code := run([]string{"kptr", "cache", "import", "--cache-dir", b, "-"}, strings.NewReader("garbage"), &out, &errb)
-	if code != exitEnv || !strings.HasPrefix(errb.String(), "kptr cache import: import -: not a complete tarball") {
+	if code != exitUsage || !strings.HasPrefix(errb.String(), "kptr cache import: import -: not a complete tarball") {
 		t.Errorf("garbage: exit %d, stderr %q", code, errb.String())
 	}
 }

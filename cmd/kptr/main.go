@@ -1,8 +1,9 @@
 // Command kptr renders kpt packages by running the exact KRM function images
 // their Kptfiles name, in a rootless sandbox, without a container daemon.
 //
-// This package is thin on purpose: it parses flags and environment, builds the
-// cache, runtime and pipeline values, and maps errors to exit codes.
+// This package is thin on purpose: it declares the command tree (cobra, with
+// pflag underneath), reads flags and environment, builds the cache, runtime
+// and pipeline values, and maps errors to exit codes.
 package main
 
 import (
@@ -12,13 +13,14 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"sort"
-	"strings"
 	"syscall"
+
+	"github.com/spf13/cobra"
 )
 
-// Exit codes (DESIGN.md): 0 ok, 1 function or validation failure, 2 usage or
-// input error, 3 environment error (sandbox, registry, cache).
+// Exit codes (DESIGN.md, README): 0 ok, 1 function or validation failure,
+// 2 usage or input error, 3 environment error (sandbox, registry, cache).
+// Invoked as kpt, every failure exits 1, as kpt's do.
 const (
 	exitOK       = 0
 	exitFunction = 1
@@ -61,99 +63,56 @@ func exitCodeOf(err error) int {
 	return exitFunction
 }
 
-// command is one kptr subcommand. name may have two words ("cache pull").
-type command struct {
-	name    string
-	summary string
-	run     func(ctx context.Context, g *globals, args []string) error
+// errReported marks an error the command already printed in its own format
+// (kpt's "Error: ..." lines, doctor's report); run only sets the exit code.
+var errReported = errors.New("reported")
+
+// reported keeps err's exit code but tells run it was already printed.
+func reported(err error) error {
+	return &exitError{code: exitCodeOf(err), err: errReported}
 }
-
-var commands = map[string]*command{}
-
-func register(c *command) { commands[c.name] = c }
 
 func main() {
 	startup()
 	os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr))
 }
 
+// run executes one command line and returns its exit code. Invoked through a
+// "kpt" name (a symlink), the command line, the help and the errors are
+// kpt's (kpt.go); otherwise kptr's (commands.go).
 func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	g := newGlobals(stdin, stdout, stderr, os.Getenv)
 	defer g.cleanup()
-	args := argv[1:]
-	if invokedAsKpt(argv[0]) {
-		var err error
-		if args, err = kptArgs(args); err != nil {
-			fmt.Fprintf(stderr, "Error: %v \n", err)
-			return exitFunction
-		}
+	g.kpt = invokedAsKpt(argv[0])
+	cmd, err := g.execute(ctx, argv[1:])
+	if err == nil {
+		return exitOK
 	}
-	switch {
-	case len(args) == 1 && args[0] == "--version":
-		args = []string{"version"}
-	case len(args) > 1 && args[0] == "help":
-		// "kptr help fn render" is "kptr fn render --help".
-		if c, rest := lookup(args[1:]); c != nil && len(rest) == 0 {
-			args = append(args[1:len(args):len(args)], "--help")
-		}
+	if g.kpt {
+		return kptExit(g, err)
 	}
-	c, rest := lookup(args)
-	if c == nil {
-		if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-			// Help that was asked for goes to stdout (kptr --help | less).
-			printUsage(stdout)
-			return exitOK
-		}
-		printUsage(stderr)
-		fmt.Fprintf(stderr, "kptr: unknown command %q\n", strings.Join(args, " "))
-		return exitUsage
+	if !errors.Is(err, errReported) {
+		fmt.Fprintf(stderr, "%s: %s\n", cmd.CommandPath(), err)
 	}
-	if err := c.run(ctx, g, rest); err != nil {
-		if errors.Is(err, errHelp) {
-			return exitOK
-		}
-		if !errors.Is(err, errReported) {
-			fmt.Fprintf(stderr, "kptr %s: %v\n", c.name, err)
-		}
-		return exitCodeOf(err)
-	}
-	return exitOK
+	return exitCodeOf(err)
 }
 
-// errHelp is returned by a command whose --help was printed.
-var errHelp = errors.New("help requested")
-
-// errReported marks an error the command already printed in its own format
-// (kpt's "Error: ..." lines); main only sets the exit code.
-var errReported = errors.New("reported")
-
-func lookup(args []string) (*command, []string) {
-	if len(args) >= 2 {
-		if c, ok := commands[args[0]+" "+args[1]]; ok {
-			return c, args[2:]
-		}
+// execute runs args through the command tree and returns the command that
+// ran (or failed to parse) and its error, not yet printed.
+func (g *globals) execute(ctx context.Context, args []string) (*cobra.Command, error) {
+	root := g.kptrRoot()
+	if g.kpt {
+		root = g.kptRoot()
 	}
-	if len(args) >= 1 {
-		if c, ok := commands[args[0]]; ok {
-			return c, args[1:]
-		}
+	root.SetArgs(args)
+	root.SetIn(g.stdin)
+	root.SetOut(g.stdout)
+	root.SetErr(g.stderr)
+	cmd, err := root.ExecuteContextC(ctx)
+	if cmd == nil {
+		cmd = root
 	}
-	return nil, nil
-}
-
-func printUsage(w io.Writer) {
-	fmt.Fprintln(w, "kptr renders kpt packages with the exact KRM function images their Kptfiles name,")
-	fmt.Fprintln(w, "in a rootless sandbox, without a container daemon.")
-	fmt.Fprintln(w, "\nUsage: kptr <command> [flags] [args]\n\nCommands:")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-16s %s\n", n, commands[n].summary)
-	}
-	fmt.Fprintln(w, "\nRun 'kptr <command> --help' for a command's flags.")
+	return cmd, err
 }

@@ -16,14 +16,13 @@ func envMap(m map[string]string) func(string) string {
 	return func(k string) string { return m[k] }
 }
 
-// operatorPolicy parses generate's flags the way runGenerate does.
+// operatorPolicy parses generate's flags the way generate does.
 func operatorPolicy(t *testing.T, env map[string]string, args ...string) (*policy, *globals) {
 	t.Helper()
 	var p policy
 	g := newGlobals(nil, &bytes.Buffer{}, &bytes.Buffer{}, envMap(env))
-	fs := g.flagSet("generate", "")
-	policyFlags(fs, g.getenv, &p)
-	if err := g.parse(fs, args); err != nil {
+	fs := generateFlags(g, &p)
+	if err := parseFlags(g, fs, args); err != nil {
 		t.Fatalf("parse: %v", err)
 	}
 	if err := p.validate(); err != nil {
@@ -110,9 +109,8 @@ func TestPolicyRejectsBadOperatorSettings(t *testing.T) {
 	} {
 		var p policy
 		g := newGlobals(nil, &bytes.Buffer{}, &bytes.Buffer{}, envMap(env))
-		fs := g.flagSet("generate", "")
-		policyFlags(fs, g.getenv, &p)
-		if err := g.parse(fs, nil); err != nil {
+		fs := generateFlags(g, &p)
+		if err := parseFlags(g, fs, nil); err != nil {
 			t.Fatal(err)
 		}
 		if err := p.validate(); err == nil {

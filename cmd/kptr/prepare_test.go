@@ -45,7 +45,7 @@ pipeline:
 		}
 		var out, errb bytes.Buffer
 		g := newGlobals(nil, &out, &errb, envMap(e))
-		if err := runFnRender(context.Background(), g, []string{dir, "-o", "stdout"}); err != nil {
+		if err := execIn(context.Background(), g, "fn", "render", dir, "-o", "stdout"); err != nil {
 			t.Fatalf("render: %v\n%s", err, errb.String())
 		}
 		return out.String(), strings.Count(errb.String(), preparedLog)

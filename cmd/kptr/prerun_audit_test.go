@@ -23,19 +23,22 @@ func TestUnusableResultsDirLeavesThePackageUntouched(t *testing.T) {
 	}
 	results := filepath.Join(file, "results")
 	want := "Error: cannot read or create results dir \"" + results + "\": mkdir " + file + ": not a directory \n"
-	for _, argv := range [][]string{
-		{"kptr", "fn", "render", dir, "--allow-exec", "--results-dir", results},
-		{"kpt", "fn", "eval", dir, "--exec", "sed -e s/name:\\ x/name:\\ y/", "--results-dir", results},
+	for _, tc := range []struct {
+		argv []string
+		code int
+	}{
+		{[]string{"kptr", "fn", "render", dir, "--allow-exec", "--results-dir", results}, exitUsage},
+		{[]string{"kpt", "fn", "eval", dir, "--exec", "sed -e s/name:\\ x/name:\\ y/", "--results-dir", results}, 1},
 	} {
+		argv := tc.argv
 		code, out, errs := runIn(t, argv...)
-		if code != 1 || out != "" || errs != want {
+		if code != tc.code || out != "" || errs != want {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want %q", argv[1:3], code, out, errs, want)
 		}
 		if treeHash(t, dir) != before {
 			t.Fatalf("%v changed the package", argv[1:3])
 		}
 	}
-	runIn(t, "kptr", "version") // reset kptMode
 	// A usable one is created up front and filled.
 	ok := filepath.Join(t.TempDir(), "a", "b")
 	if code, _, errs := runIn(t, "kptr", "fn", "render", dir, "--allow-exec", "--results-dir", ok); code != 0 {

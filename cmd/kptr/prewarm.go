@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/spf13/cobra"
+
 	"github.com/kptr-dev/kptr/cache"
 	"github.com/kptr-dev/kptr/pipeline"
 )
@@ -19,77 +21,83 @@ import (
 // `kptr generate` of an Argo CD app is not a cold pull racing the repo-server's
 // 60-second deadline, and exports the images for air-gapped clusters.
 
-func init() {
-	register(&command{name: "prewarm", summary: "pull every function image the Kptfiles under DIRs name into the cache (and optionally export them)", run: runPrewarm})
-}
-
-const prewarmUsage = "[DIR...] [--image REF...] [--images-file FILE] [--export DIR|FILE.tar|-]"
-
-func runPrewarm(ctx context.Context, g *globals, args []string) error {
-	fs := g.flagSet("prewarm", prewarmUsage)
+func (g *globals) prewarmCmd() *cobra.Command {
 	var images []string
 	var imagesFile, export string
 	var jobs int
+	c := g.command(&cobra.Command{
+		Use:   "prewarm [DIR...] [--image REF...] [--images-file FILE] [--export DIR|FILE.tar|-]",
+		Short: "Pull every function image the Kptfiles under DIRs name into the cache (and optionally export them)",
+		Long: `Fill the image cache ahead of time with every function image the Kptfiles
+under each DIR (default: the current directory) name, resolved as a render
+would, plus the images named by --image and --images-file, so that the first
+kptr generate of an Argo CD application is not a cold pull racing the
+repo-server's deadline. --export then writes them as an OCI layout, a tarball
+or a tar stream for kptr cache import on an air-gapped machine.`,
+		Example: `  kptr prewarm ./apps
+  kptr prewarm --images-file images.txt --export images.tar
+  kptr prewarm ./apps --export - | ssh airgapped kptr cache import -`,
+	}, scopeCache|scopePull|scopeNames|scopeLog, func(ctx context.Context, _ *cobra.Command, args []string) error {
+		dirs := args
+		if len(dirs) == 0 && len(images) == 0 && imagesFile == "" {
+			dirs = []string{"."}
+		}
+		if jobs < 1 {
+			return usageError("--jobs must be at least 1")
+		}
+		if imagesFile != "" {
+			listed, err := readImagesFile(imagesFile)
+			if err != nil {
+				return usageError("--images-file: %v", err)
+			}
+			images = append(images, listed...)
+		}
+
+		// Plain progress lines at info level: for prewarm the progress is the output.
+		c, err := g.openCacheWith(slog.LevelInfo)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+
+		refs, err := prewarmRefs(dirs, images, g.imagePrefix, c)
+		if err != nil {
+			return err
+		}
+		if len(refs) == 0 {
+			fmt.Fprintln(g.stderr, "kptr prewarm: no function images found")
+			if export == "" {
+				return nil
+			}
+		}
+
+		bundles, err := pullAll(ctx, c, refs, jobs)
+		for i, ref := range refs {
+			if bundles[i].Digest.Hex != "" {
+				fmt.Fprintf(g.stderr, "%s %s\n", ref, bundles[i].Digest)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		if export != "" {
+			asTar := export == "-" || strings.HasSuffix(export, ".tar")
+			if err := c.Export(ctx, refs, export, asTar, g.stdout); err != nil {
+				return err
+			}
+			if export != "-" {
+				fmt.Fprintf(g.stderr, "exported %d image(s) to %s\n", len(refs), export)
+			}
+		}
+		fmt.Fprintf(g.stderr, "prewarmed %d image(s) in %s\n", len(refs), c.Dir())
+		return nil
+	})
+	fs := c.Flags()
 	fs.StringArrayVar(&images, "image", nil, "also pull this image, repeatable (kpt's name rules apply: bare names get the catalog prefix, untagged ones :latest)")
 	fs.StringVar(&imagesFile, "images-file", "", "also pull the images listed in FILE, one per line ('#' comments)")
 	fs.StringVar(&export, "export", "", "then write the images as an OCI layout directory, a tarball (*.tar) or a tar stream on stdout (-), for kptr cache import on another machine")
 	fs.IntVar(&jobs, "jobs", 4, "images pulled in parallel")
-	if err := g.parse(fs, args); err != nil {
-		return err
-	}
-	dirs := fs.Args()
-	if len(dirs) == 0 && len(images) == 0 && imagesFile == "" {
-		dirs = []string{"."}
-	}
-	if jobs < 1 {
-		return usageError("--jobs must be at least 1")
-	}
-	if imagesFile != "" {
-		listed, err := readImagesFile(imagesFile)
-		if err != nil {
-			return usageError("--images-file: %v", err)
-		}
-		images = append(images, listed...)
-	}
-
-	// Plain progress lines at info level: for prewarm the progress is the output.
-	c, err := g.openCacheWith(slog.LevelInfo)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-
-	refs, err := prewarmRefs(dirs, images, g.imagePrefix, c)
-	if err != nil {
-		return err
-	}
-	if len(refs) == 0 {
-		fmt.Fprintln(g.stderr, "kptr prewarm: no function images found")
-		if export == "" {
-			return nil
-		}
-	}
-
-	bundles, err := pullAll(ctx, c, refs, jobs)
-	for i, ref := range refs {
-		if bundles[i].Digest.Hex != "" {
-			fmt.Fprintf(g.stderr, "%s %s\n", ref, bundles[i].Digest)
-		}
-	}
-	if err != nil {
-		return err
-	}
-	if export != "" {
-		asTar := export == "-" || strings.HasSuffix(export, ".tar")
-		if err := c.Export(ctx, refs, export, asTar, g.stdout); err != nil {
-			return err
-		}
-		if export != "-" {
-			fmt.Fprintf(g.stderr, "exported %d image(s) to %s\n", len(refs), export)
-		}
-	}
-	fmt.Fprintf(g.stderr, "prewarmed %d image(s) in %s\n", len(refs), c.Dir())
-	return nil
+	return c
 }
 
 // prewarmRefs collects the images of every Kptfile under dirs (as render

@@ -70,7 +70,7 @@ func TestRegistryTimeoutSetting(t *testing.T) {
 		}
 	}
 	t.Setenv("KPTR_REGISTRY_TIMEOUT", "soon")
-	if code, _, errs := runIn(t, "kptr", "cache", "ls"); code != exitUsage || !strings.Contains(errs, "KPTR_REGISTRY_TIMEOUT (--registry-timeout): want a duration") {
+	if code, _, errs := runIn(t, "kptr", "cache", "pull", ref); code != exitUsage || !strings.Contains(errs, "KPTR_REGISTRY_TIMEOUT (--registry-timeout): want a duration") {
 		t.Fatalf("bad KPTR_REGISTRY_TIMEOUT: exit %d %q", code, errs)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/kptr-dev/kptr/test/fnimage"
@@ -139,7 +140,7 @@ func generateIn(t *testing.T, dir string, env map[string]string) (code int, stdo
 	t.Helper()
 	var out, errb bytes.Buffer
 	g := newGlobals(nil, &out, &errb, envMap(env))
-	err := runGenerate(context.Background(), g, []string{dir})
+	err := execIn(context.Background(), g, "generate", dir)
 	if err != nil {
 		code = exitCodeOf(err)
 		if code == 0 {
@@ -341,7 +342,7 @@ func TestPrewarmPullsOnceThenNothingAndExports(t *testing.T) {
 	run := func(args ...string) (string, string) {
 		var out, errb bytes.Buffer
 		g := newGlobals(nil, &out, &errb, envMap(env))
-		if err := runPrewarm(context.Background(), g, args); err != nil {
+		if err := execIn(context.Background(), g, append([]string{"prewarm"}, args...)...); err != nil {
 			t.Fatalf("prewarm %v: %v\n%s", args, err, errb.String())
 		}
 		return out.String(), errb.String()
@@ -475,5 +476,53 @@ func TestGenerateTagConstraintsUnderTheAllowList(t *testing.T) {
 	code, out, errs = generateIn(t, pkg(f.reg.Addr+"/fn/set-labels"), genEnv(t, f, map[string]string{"KPTR_ALLOWED_IMAGES": f.reg.Addr + "/fn/set-labels:v1.0.0"}))
 	if code == 0 || out != "" || !strings.Contains(errs, "set-labels:v1.0.3") {
 		t.Fatalf("picked tag outside the allow-list: exit %d stdout %q stderr %q", code, out, errs)
+	}
+}
+
+// cache ls's LAST USED is the last function run that used an image: "never"
+// after a pull (it used to show the pull or import time), the run's minute
+// after a render.
+func TestCacheLsShowsLastRun(t *testing.T) {
+	f := fixture(t)
+	env := genEnv(t, f, map[string]string{"KPTR_INSECURE_REGISTRIES": f.reg.Addr})
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	lastUsed := func() string {
+		t.Helper()
+		code, out, errs := runIn(t, "kptr", "cache", "ls")
+		if code != 0 {
+			t.Fatalf("cache ls: %d %s", code, errs)
+		}
+		for _, l := range strings.Split(out, "\n") {
+			// REFERENCE DIGEST PLATFORM SIZE(2 words) LAST-USED(never | date time) STATE
+			if fs := strings.Fields(l); len(fs) > 6 && fs[0] == f.labels {
+				if fs[5] == "never" {
+					return fs[5]
+				}
+				return fs[5] + " " + fs[6]
+			}
+		}
+		t.Fatalf("%s not listed:\n%s", f.labels, out)
+		return ""
+	}
+	if code, _, errs := runIn(t, "kptr", "cache", "pull", f.labels); code != 0 {
+		t.Fatalf("pull: %d %s", code, errs)
+	}
+	if got := lastUsed(); got != "never" {
+		t.Errorf("after a pull: LAST USED %q, want never", got)
+	}
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{
+		"Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators:\n  - image: " + f.labels + "\n    configMap: {a: \"1\"}\n",
+		"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n",
+	})
+	before := time.Now().Truncate(time.Minute)
+	if code, _, errs := runIn(t, "kptr", "fn", "render", dir, "-o", "unwrap"); code != 0 {
+		t.Fatalf("render: %d %s", code, errs)
+	}
+	got, err := time.ParseInLocation("2006-01-02 15:04", lastUsed(), time.Local)
+	if err != nil || got.Before(before) || got.After(time.Now()) {
+		t.Errorf("after a render: LAST USED %v (%v), want the render's minute", got, err)
 	}
 }

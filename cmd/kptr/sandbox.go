@@ -7,33 +7,65 @@ import (
 	"github.com/kptr-dev/kptr/runtime"
 )
 
-// newRunner returns the function runner the global flags describe: the
-// rootless sandbox (--sandbox=auto, the default), or the host runner under
-// --sandbox=none. When the sandbox cannot work here kptr refuses with exit
-// code 3, naming the failed probe and its fix; it never falls back to running
-// images unsandboxed on its own.
+// Sandbox tiers (--sandbox, KPTR_SANDBOX).
+const (
+	sandboxAuto      = "auto"      // the namespace tier, else the landlock tier, else refuse
+	sandboxNamespace = "namespace" // the namespace tier or refuse
+	sandboxLandlock  = "landlock"  // the landlock tier or refuse
+	sandboxNone      = "none"      // no sandbox (the operator's explicit choice)
+)
+
+const sandboxModes = "auto, namespace, landlock or none"
+
+// newRunner returns the function runner the global flags describe: under
+// --sandbox=auto (the default) the namespace tier where its probes pass,
+// else the landlock tier (saying so once on stderr), else a refusal with
+// exit code 3 naming both tiers' failed probes and their fixes. kptr never
+// falls back to running images unsandboxed on its own; --sandbox=none is the
+// operator's explicit choice.
 func (g *globals) newRunner() (runtime.Runner, error) {
-	switch g.sandbox {
-	case "none":
-		return runtime.Host{Timeout: g.fnTimeout}, nil
-	case "auto", "":
-	default:
-		return nil, usageError("--sandbox: want auto or none, got %q", g.sandbox)
-	}
 	opts := []runtime.Option{runtime.WithTimeout(g.fnTimeout), runtime.WithLogger(g.logger())}
+	switch g.sandbox {
+	case sandboxNone:
+		return runtime.Host{Timeout: g.fnTimeout}, nil
+	case sandboxLandlock:
+		ll, err := runtime.NewLandlock(opts...)
+		if err != nil {
+			return nil, refusal(err, "")
+		}
+		return ll, nil
+	case sandboxAuto, "", sandboxNamespace:
+	default:
+		return nil, usageError("--sandbox: want %s, got %q", sandboxModes, g.sandbox)
+	}
 	if g.getenv("KPTR_OVERLAY") == "0" {
 		// The read-only view of the image even where an overlay works
 		// (upper layers then never take space in the run-state directory).
 		opts = append(opts, runtime.WithOverlay(false))
 	}
 	sb, err := runtime.New(opts...)
-	if err != nil {
-		var pe *runtime.ProbeError
-		if errors.As(err, &pe) {
-			return nil, withCode(exitEnv, fmt.Errorf("%w; fix: %s; run 'kptr doctor' to check every prerequisite, or pass --sandbox=none to run functions without a sandbox", err, pe.Result.Fix))
-		}
-		return nil, withCode(exitEnv, fmt.Errorf("sandbox: %w; run 'kptr doctor'", err))
+	if err == nil {
+		// closed when the command ends: prepared sandboxes and the run-state lock go
+		g.atExit = append(g.atExit, sb.Close)
+		return sb, nil
 	}
-	g.atExit = append(g.atExit, sb.Close)
-	return sb, nil
+	if g.sandbox == sandboxNamespace {
+		return nil, refusal(err, "")
+	}
+	ll, lerr := runtime.NewLandlock(opts...)
+	if lerr != nil {
+		return nil, refusal(err, "; the landlock tier cannot run either: "+lerr.Error())
+	}
+	fmt.Fprintf(g.stderr, "kptr: namespace sandbox unavailable (%v); running functions in the landlock tier (no namespaces: functions cannot read their own image's files by absolute path; 'kptr doctor' says what each tier gives)\n", err)
+	return ll, nil
+}
+
+// refusal is the exit-3 error for a sandbox that cannot run, with the fix
+// of the failed probe.
+func refusal(err error, more string) error {
+	var pe *runtime.ProbeError
+	if errors.As(err, &pe) {
+		return withCode(exitEnv, fmt.Errorf("%w%s; fix: %s; run 'kptr doctor' to check every prerequisite, or pass --sandbox=none to run functions without a sandbox", err, more, pe.Result.Fix))
+	}
+	return withCode(exitEnv, fmt.Errorf("sandbox: %w%s; run 'kptr doctor'", err, more))
 }

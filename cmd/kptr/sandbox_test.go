@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -17,7 +18,7 @@ func TestDoctor(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out.String(), errb.String())
 	}
-	for _, want := range []string{"userns", "mount", "proc", "netns", "cgroups", "seccomp", "sandbox: usable"} {
+	for _, want := range []string{"userns", "mount", "hostname", "proc", "netns", "cgroups", "seccomp", "landlock", "ll-net", "ll-scope", "confine", "paths", "sandbox: usable", "tier: namespace"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("doctor output lacks %q:\n%s", want, out.String())
 		}
@@ -37,6 +38,14 @@ func TestNewRunnerModes(t *testing.T) {
 		t.Fatal(err)
 	} else if _, ok := r.(*runtime.Sandbox); !ok {
 		t.Fatalf("--sandbox=auto gave %T", r)
+	}
+	for mode, want := range map[string]string{"namespace": "*runtime.Sandbox", "landlock": "*runtime.Landlock"} {
+		g.sandbox = mode
+		if r, err := g.newRunner(); err != nil {
+			t.Fatalf("--sandbox=%s: %v", mode, err)
+		} else if got := fmt.Sprintf("%T", r); got != want {
+			t.Fatalf("--sandbox=%s gave %s", mode, got)
+		}
 	}
 	g.sandbox = "bogus"
 	if _, err := g.newRunner(); exitCodeOf(err) != exitUsage {
@@ -63,21 +72,37 @@ func TestNewRunnerModes(t *testing.T) {
 	}
 }
 
-// Without user namespaces kptr refuses to run images: exit 3, naming the
-// failed probe and pointing at kptr doctor. The test makes user namespaces
-// unavailable in a user namespace of its own (max_user_namespaces=0 there)
-// and runs itself inside it.
+// Without user namespaces the namespace tier refuses: --sandbox=namespace
+// exits 3 naming the failed probe and pointing at kptr doctor, while auto
+// falls back to the landlock tier (saying so on stderr) and doctor says
+// which tier runs and why not the namespace tier. The test makes user
+// namespaces unavailable in a user namespace of its own
+// (max_user_namespaces=0 there) and runs itself inside it.
 func TestRefusesWithoutUserNamespaces(t *testing.T) {
 	if os.Getenv("KPTR_REFUSAL_CHILD") == "1" {
-		g := newGlobals(nil, &bytes.Buffer{}, &bytes.Buffer{}, func(string) string { return "" })
-		g.sandbox = "auto"
+		var stderr bytes.Buffer
+		g := newGlobals(nil, &bytes.Buffer{}, &stderr, func(string) string { return "" })
+		g.sandbox = "namespace"
 		_, err := g.newRunner()
 		if exitCodeOf(err) != exitEnv || !strings.Contains(err.Error(), `probe "userns" failed`) || !strings.Contains(err.Error(), "kptr doctor") {
 			t.Fatalf("newRunner: exit %d: %v", exitCodeOf(err), err)
 		}
+		g.sandbox = "auto"
+		r, err := g.newRunner()
+		if _, ok := r.(*runtime.Landlock); err != nil || !ok {
+			t.Fatalf("auto without user namespaces: %T %v", r, err)
+		}
+		if !strings.Contains(stderr.String(), "landlock tier") || strings.Count(stderr.String(), "\n") != 1 {
+			t.Errorf("auto's fallback not said once on stderr: %q", stderr.String())
+		}
 		var out bytes.Buffer
-		if code := run([]string{"kptr", "doctor"}, strings.NewReader(""), &out, &out); code != exitEnv || !strings.Contains(out.String(), "[failed]    userns") || !strings.Contains(out.String(), "max_user_namespaces") {
+		if code := run([]string{"kptr", "doctor"}, strings.NewReader(""), &out, &out); code != 0 || !strings.Contains(out.String(), "[failed]    userns") ||
+			!strings.Contains(out.String(), "max_user_namespaces") || !strings.Contains(out.String(), "tier: landlock, because the namespace tier is unavailable") {
 			t.Fatalf("doctor: exit %d\n%s", code, out.String())
+		}
+		out.Reset()
+		if code := run([]string{"kptr", "doctor", "--sandbox=namespace"}, strings.NewReader(""), &out, &out); code != exitEnv || !strings.Contains(out.String(), "sandbox: UNAVAILABLE") {
+			t.Fatalf("doctor --sandbox=namespace: exit %d\n%s", code, out.String())
 		}
 		g.sandbox = "none" // the operator's explicit choice still works
 		if _, err := g.newRunner(); err != nil {
@@ -103,6 +128,9 @@ func TestMayRunFunctions(t *testing.T) {
 	for args, want := range map[string]bool{
 		"kptr":                false,
 		"kptr version":        false,
+		"kptr --version":      false,
+		"kptr completion zsh": false,
+		"kptr __complete fn ": false,
 		"kptr cache ls":       false,
 		"kptr doctor":         false,
 		"kptr prewarm .":      false,

@@ -45,8 +45,8 @@ func TestBadGlobalSettingsAreUsageErrorsBeforeAnyFunction(t *testing.T) {
 	}{
 		{"pull policy flag", []string{"--image-pull-policy", "Sometimes"}, nil, "--image-pull-policy: unknown image pull policy \"Sometimes\""},
 		{"pull policy variable", nil, map[string]string{"KPTR_IMAGE_PULL_POLICY": "Sometimes"}, "KPTR_IMAGE_PULL_POLICY (--image-pull-policy)"},
-		{"sandbox flag", []string{"--sandbox", "maybe"}, nil, "--sandbox: want auto or none, got \"maybe\""},
-		{"sandbox variable", nil, map[string]string{"KPTR_SANDBOX": "off"}, "KPTR_SANDBOX (--sandbox): want auto or none"},
+		{"sandbox flag", []string{"--sandbox", "maybe"}, nil, "--sandbox: want auto, namespace, landlock or none, got \"maybe\""},
+		{"sandbox variable", nil, map[string]string{"KPTR_SANDBOX": "off"}, "KPTR_SANDBOX (--sandbox): want auto, namespace, landlock or none"},
 		{"progress", []string{"--progress", "fancy"}, nil, "--progress: want auto, plain or none"},
 		{"log level", nil, map[string]string{"KPTR_LOG_LEVEL": "loud"}, "KPTR_LOG_LEVEL (--log-level)"},
 		{"timeout variable", nil, map[string]string{"KPTR_FN_TIMEOUT": "5 minutes"}, "KPTR_FN_TIMEOUT (--fn-timeout): want a duration"},
@@ -78,7 +78,7 @@ func TestBadGlobalSettingsAreUsageErrorsBeforeAnyFunction(t *testing.T) {
 			// The same setting under generate: exit 2, nothing on stdout.
 			var gout, gerr bytes.Buffer
 			g := newGlobals(nil, &gout, &gerr, os.Getenv)
-			err := runGenerate(t.Context(), g, append([]string{dir}, tc.args...))
+			err := execIn(t.Context(), g, append([]string{"generate", dir}, tc.args...)...)
 			if exitCodeOf(err) != exitUsage || gout.Len() != 0 || !strings.Contains(gerr.String(), tc.want) || strings.Contains(gerr.String(), "hunter2") {
 				t.Errorf("generate: exit %d, stdout %q, stderr %q", exitCodeOf(err), gout.String(), gerr.String())
 			}
@@ -96,18 +96,21 @@ func TestBadGlobalSettingAsKpt(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(dir, "Kptfile")); !bytes.Equal(b, kptfile) {
 		t.Errorf("the Kptfile was rewritten:\n%s", b)
 	}
-	// kptMode is package state: leave it as a kptr run does.
-	runIn(t, "kptr", "version")
 }
 
-// Flags given explicitly win over a bad variable, which is then never read.
+// Flags given explicitly win over a bad variable, which is then never read;
+// a variable of a setting the command does not use is not read either.
 func TestExplicitFlagOverridesBadVariable(t *testing.T) {
 	t.Setenv("KPTR_OFFLINE", "yes")
-	if code, _, errs := runIn(t, "kptr", "cache", "ls", "--cache-dir", t.TempDir()); code != exitUsage || !strings.Contains(errs, "KPTR_OFFLINE") {
+	if code, _, errs := runIn(t, "kptr", "cache", "pull", "--cache-dir", t.TempDir(), "x"); code != exitUsage || !strings.Contains(errs, "KPTR_OFFLINE") {
 		t.Errorf("bad variable: exit %d, stderr %q", code, errs)
 	}
-	if code, _, errs := runIn(t, "kptr", "cache", "ls", "--offline=false", "--cache-dir", t.TempDir()); code != 0 {
+	// past the settings: the next check is the command's own
+	if code, _, errs := runIn(t, "kptr", "cache", "pull", "--offline=false", "--cache-dir", t.TempDir()); code != exitUsage || !strings.Contains(errs, "name at least one image") {
 		t.Errorf("explicit flag: exit %d, stderr %q", code, errs)
+	}
+	if code, _, errs := runIn(t, "kptr", "cache", "ls", "--cache-dir", t.TempDir()); code != 0 {
+		t.Errorf("cache ls (never offline or online): exit %d, stderr %q", code, errs)
 	}
 }
 
@@ -122,7 +125,7 @@ func TestGenerateTimeoutNamesTheLimit(t *testing.T) {
 		"KPTR_CACHE_DIR":      t.TempDir(),
 		"KPTR_PROGRESS":       "none",
 	}))
-	err := runGenerate(t.Context(), g, []string{dir})
+	err := execIn(t.Context(), g, "generate", dir)
 	if exitCodeOf(err) == 0 || out.Len() != 0 || strings.Count(errb.String(), "\n") != 1 ||
 		!strings.HasPrefix(errb.String(), "kptr generate: timed out after 1ns (the operator's limit, KPTR_TIMEOUT") {
 		t.Errorf("exit %d, stdout %q, stderr %q", exitCodeOf(err), out.String(), errb.String())
@@ -148,9 +151,8 @@ func TestEmptyCacheDirIsRefused(t *testing.T) {
 func TestVariablesWithBlanks(t *testing.T) {
 	var p policy
 	g := newGlobals(nil, &bytes.Buffer{}, &bytes.Buffer{}, envMap(map[string]string{"KPTR_FN_TIMEOUT": " 45s ", "KPTR_ALLOW_EXEC": "true ", "KPTR_CACHE_DIR": t.TempDir()}))
-	fs := g.flagSet("generate", "")
-	policyFlags(fs, g.getenv, &p)
-	if err := g.parse(fs, nil); err != nil || g.fnTimeout != 45*time.Second || !p.AllowExec {
+	fs := generateFlags(g, &p)
+	if err := parseFlags(g, fs, nil); err != nil || g.fnTimeout != 45*time.Second || !p.AllowExec {
 		t.Errorf("err %v, fn timeout %v, allow exec %v", err, g.fnTimeout, p.AllowExec)
 	}
 }

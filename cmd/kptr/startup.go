@@ -33,7 +33,8 @@ func mayRunFunctions(argv []string) bool {
 		return false
 	}
 	switch argv[1] {
-	case "version", "help", "-h", "--help", "cache", "doctor", "prewarm":
+	case "version", "--version", "help", "-h", "--help", "cache", "doctor", "prewarm",
+		"completion", "__complete", "__completeNoDesc":
 		return false
 	case "fn":
 		// fn source / fn sink only read and write packages (also as kpt fn ...).

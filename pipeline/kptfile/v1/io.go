@@ -2,13 +2,18 @@ package v1
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 
+	"github.com/kptr-dev/kptr/pipeline/internal/fileerr"
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
@@ -99,15 +104,23 @@ func checkVersion(content []byte) error {
 	}
 }
 
-// Read reads and strictly decodes dir/Kptfile; display is the package path
-// as render statuses show it.
-func Read(dir, display string) (*KptFile, error) {
-	b, err := os.ReadFile(filepath.Join(dir, KptFileName))
+// Read reads and strictly decodes the Kptfile of the package directory
+// pkg in fsys (the package root's file system: no link leads out of it);
+// dir is that directory's absolute path and display the package path as
+// render statuses show it. A decoding error names the line and the cause,
+// never the file's contents.
+func Read(fsys fs.FS, pkg, dir, display string) (*KptFile, error) {
+	b, err := fs.ReadFile(fsys, path.Join(pkg, KptFileName))
 	if err != nil {
 		return nil, &KptfileError{Path: dir, Display: display, Err: err}
 	}
 	kf, err := Decode(b)
 	if err != nil {
+		var dep *DeprecatedKptfileError
+		var unk *UnknownKptfileResourceError
+		if !errors.As(err, &dep) && !errors.As(err, &unk) {
+			err = fileerr.YAML(err)
+		}
 		return nil, &KptfileError{Path: dir, Display: display, Err: err}
 	}
 	return kf, nil
@@ -115,27 +128,28 @@ func Read(dir, display string) (*KptFile, error) {
 
 // Validate checks the pipeline as kpt does before rendering a package:
 // image or exec, configMap or configPath, and that a configPath names one
-// KRM resource with a name, relative to and inside pkgDir.
-func (kf *KptFile) Validate(pkgDir string) error {
+// KRM resource with a name, relative to and inside the package directory
+// pkg of fsys.
+func (kf *KptFile) Validate(fsys fs.FS, pkg string) error {
 	if kf.Pipeline == nil {
 		return nil
 	}
 	for i := range kf.Pipeline.Mutators {
 		f := kf.Pipeline.Mutators[i]
-		if err := f.validate("mutators", i, pkgDir); err != nil {
+		if err := f.validate("mutators", i, fsys, pkg); err != nil {
 			return fmt.Errorf("invalid pipeline: function %q: %w", f.Image, err)
 		}
 	}
 	for i := range kf.Pipeline.Validators {
 		f := kf.Pipeline.Validators[i]
-		if err := f.validate("validators", i, pkgDir); err != nil {
+		if err := f.validate("validators", i, fsys, pkg); err != nil {
 			return fmt.Errorf("invalid pipeline: function %q: %w", f.Image, err)
 		}
 	}
 	return nil
 }
 
-func (f *Function) validate(fnType string, idx int, pkgDir string) error {
+func (f *Function) validate(fnType string, idx int, fsys fs.FS, pkg string) error {
 	field := fmt.Sprintf("pipeline.%s[%d]", fnType, idx)
 	if f.Image == "" && f.Exec == "" {
 		return &ValidateError{Field: field, Reason: "must specify a functon (`image` or `exec`) to execute"}
@@ -155,7 +169,7 @@ func (f *Function) validate(fnType string, idx int, pkgDir string) error {
 		if err := validateConfigPathSyntax(f.ConfigPath); err != nil {
 			return &ValidateError{Field: field + ".configPath", Value: f.ConfigPath, Reason: err.Error()}
 		}
-		if _, err := ReadFunctionConfig(pkgDir, f.ConfigPath); err != nil {
+		if _, err := ReadFunctionConfig(fsys, pkg, f.ConfigPath); err != nil {
 			return &ValidateError{Field: field + ".configPath", Value: f.ConfigPath, Reason: err.Error()}
 		}
 	}
@@ -202,17 +216,36 @@ func validateConfigPathSyntax(p string) error {
 	return nil
 }
 
-// ReadFunctionConfig reads pkgDir/configPath, which must hold exactly one
-// KRM resource with a name.
-func ReadFunctionConfig(pkgDir, configPath string) (*yaml.RNode, error) {
-	f, err := os.Open(filepath.Join(pkgDir, configPath))
+// ReadFunctionConfig reads configPath in the package directory pkg of fsys,
+// which must hold exactly one KRM resource with a name.
+func ReadFunctionConfig(fsys fs.FS, pkg, configPath string) (*yaml.RNode, error) {
+	f, err := fsys.Open(path.Join(pkg, filepath.ToSlash(filepath.Clean(configPath))))
 	if err != nil {
 		return nil, fmt.Errorf("failed to open functionConfig from path %q: %w", configPath, err)
 	}
 	defer f.Close()
+	return decodeFunctionConfig(f, configPath, fileerr.YAML)
+}
+
+// ReadFunctionConfigFile reads a functionConfig file named on the command
+// line (fn eval --fn-config), by its absolute path, as ReadFunctionConfig
+// reads one of a package's.
+func ReadFunctionConfigFile(abs string) (*yaml.RNode, error) {
+	f, err := os.Open(abs)
+	if err != nil {
+		return nil, fmt.Errorf("failed to open functionConfig from path %q: %w", abs, err)
+	}
+	defer f.Close()
+	// the user's own file: its errors are kyaml's, as kpt prints them
+	return decodeFunctionConfig(f, abs, func(err error) error { return err })
+}
+
+// decodeFunctionConfig decodes one functionConfig; clean filters a decoding
+// error (fileerr.YAML for a package's file, whose contents are never quoted).
+func decodeFunctionConfig(f io.Reader, configPath string, clean func(error) error) (*yaml.RNode, error) {
 	nodes, err := (&kio.ByteReader{Reader: f, PreserveSeqIndent: true, WrapBareSeqNode: true, DisableUnwrapping: true}).Read()
 	if err != nil {
-		return nil, fmt.Errorf("failed to read functionConfig %q: %w", configPath, err)
+		return nil, fmt.Errorf("failed to read functionConfig %q: %w", configPath, clean(err))
 	}
 	if len(nodes) == 0 {
 		return nil, fmt.Errorf("functionConfig %q must contain a config", configPath)

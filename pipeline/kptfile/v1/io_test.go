@@ -51,7 +51,7 @@ func TestValidateConfigPath(t *testing.T) {
 	}
 	for _, c := range cases {
 		kf := &KptFile{Pipeline: &Pipeline{Validators: []Function{c.fn}}}
-		err := kf.Validate(dir)
+		err := kf.Validate(os.DirFS(dir), ".")
 		var ve *ValidateError
 		if !errors.As(err, &ve) || !strings.Contains(ve.Reason, c.reason) || !strings.HasPrefix(ve.Field, "pipeline.validators[0]") {
 			t.Errorf("%+v: got %v, want reason %q", c.fn, err, c.reason)

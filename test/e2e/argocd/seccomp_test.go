@@ -98,6 +98,9 @@ func TestLocalhostSeccompProfileAllowsTheSandbox(t *testing.T) {
 				"PATH=/usr/bin:/bin", "HOME=" + home, "TMPDIR=" + home,
 				"KPTR_CACHE_DIR=" + filepath.Join(home, "cache"),
 				"KPTR_ALLOWED_IMAGES=" + reg.Addr + "/fn/*", "KPTR_PROGRESS=none",
+				// The namespace tier: auto would fall back to the landlock
+				// tier under the tight profile (runtimedefault_test.go).
+				"KPTR_SANDBOX=namespace",
 			}
 			out, errs, code := asSidecar(t, helper, tc.profile, pkg, env, kptr, "doctor")
 			report := out + errs

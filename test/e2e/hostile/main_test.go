@@ -119,6 +119,7 @@ type harness struct {
 	home      string
 	tmp       string
 	cache     string
+	state     string
 	sentinels map[string]map[string]string // dir → snapshot taken when made
 }
 
@@ -146,6 +147,7 @@ func newHarness(t *testing.T, id identity) *harness {
 	h.home = h.dir(t, "home", 0o700)
 	h.tmp = h.dir(t, "tmp", 0o700)
 	h.cache = h.dir(t, "cache", 0o700)
+	h.state = h.dir(t, "state", 0o700)
 	// The home directory is the classic target (.bashrc, .ssh): guard it.
 	h.sentinel(t, h.home)
 	return h
@@ -365,6 +367,8 @@ func (h *harness) kptr(t *testing.T, c call) *result {
 	cmd.Env = append([]string{
 		"PATH=" + binDir + ":/usr/sbin:/usr/bin:/sbin:/bin",
 		"HOME=" + h.home, "TMPDIR=" + h.tmp, "KPTR_CACHE_DIR=" + h.cache,
+		// kptr's own state (the journal key) is not an attack on HOME
+		"XDG_STATE_HOME=" + h.state,
 	}, c.env...)
 	cmd.Stdin = strings.NewReader(c.stdin)
 	var o, e bytes.Buffer

@@ -58,7 +58,8 @@ func setup() (int, error) {
 		env = append(env, e)
 	}
 	env = append(env, "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"KPTR_CACHE_DIR="+filepath.Join(dir, "cache"), "FIXTURES="+filepath.Join(repo, "test", "fixtures"))
+		"KPTR_CACHE_DIR="+filepath.Join(dir, "cache"), "KPTR_STATE_DIR="+filepath.Join(dir, "state"),
+		"FIXTURES="+filepath.Join(repo, "test", "fixtures"))
 	shared = runner{binDir: dir, env: env, cwd: here}
 	return -1, nil
 }

@@ -252,7 +252,14 @@ func (r *runner) args(tc testCase, pkg, resultsDir, outDir string) []string {
 		args = append(args, "--exec", filepath.Join(pkg, ".expected", c.ExecPath))
 	}
 	if c.FnConfig != "" {
-		args = append(args, "--fn-config", filepath.Join(pkg, ".expected", c.FnConfig))
+		// relative to .expected, in the copy; kpt's own cases also name
+		// files beside the case (fnConfig: ../../config.yaml), outside
+		// what is copied: those are read where the case is
+		p := filepath.Join(pkg, ".expected", c.FnConfig)
+		if _, err := os.Stat(p); err != nil {
+			p, _ = filepath.Abs(filepath.Join(tc.path, ".expected", c.FnConfig))
+		}
+		args = append(args, "--fn-config", p)
 	}
 	if c.IncludeMetaResources {
 		args = append(args, "--include-meta-resources")

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// exitCase is one command line of one error class, with its exit code as
+// kptr and as kpt (-1: the command has no kpt form).
+type exitCase struct {
+	class     string
+	args      []string
+	env       map[string]string
+	kptr, kpt int
+	want      string // a line of kptr's stderr contains it
+}
+
+// exitFixtures are the packages and paths the cases use.
+type exitFixtures struct {
+	ok, failing, registry, noKptfile, badKptfile, file, missing, existing, cacheFile string
+}
+
+func newExitFixtures(t *testing.T) exitFixtures {
+	t.Helper()
+	base := t.TempDir()
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n"
+	kf := func(fn string) string {
+		return "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators:\n  - " + fn + "\n"
+	}
+	f := exitFixtures{
+		ok:         filepath.Join(base, "ok"),
+		failing:    filepath.Join(base, "failing"),
+		registry:   filepath.Join(base, "registry"),
+		noKptfile:  filepath.Join(base, "no-kptfile"),
+		badKptfile: filepath.Join(base, "bad-kptfile"),
+		missing:    filepath.Join(base, "missing"),
+		existing:   filepath.Join(base, "existing"),
+		cacheFile:  filepath.Join(base, "cache-is-a-file"),
+	}
+	writeTree(t, f.ok, map[string]string{"Kptfile": kf("exec: cat"), "cm.yaml": cm})
+	writeTree(t, f.failing, map[string]string{"Kptfile": kf("exec: false"), "cm.yaml": cm})
+	// a closed port: every pull fails at once (a registry error)
+	writeTree(t, f.registry, map[string]string{"Kptfile": kf("image: 127.0.0.1:1/fn/set-labels:v1"), "cm.yaml": cm})
+	writeTree(t, f.noKptfile, map[string]string{"cm.yaml": cm})
+	writeTree(t, f.badKptfile, map[string]string{"Kptfile": kf("exec: cat\n    frobnicate: true"), "cm.yaml": cm})
+	writeTree(t, f.existing, map[string]string{"x.yaml": cm})
+	f.file = filepath.Join(f.ok, "cm.yaml")
+	if err := os.WriteFile(f.cacheFile, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// exitCases is every command and each error class it can meet: usage (a
+// command line that does not parse or make sense), input (the package or a
+// path the user named), environment (the cache), function failure, registry.
+// The sandbox-unavailable class is TestExitCodesWithoutSandbox's.
+func exitCases(f exitFixtures) []exitCase {
+	cacheFile := map[string]string{"KPTR_CACHE_DIR": f.cacheFile}
+	allowed := map[string]string{"KPTR_ALLOWED_IMAGES": "127.0.0.1:1/**"}
+	exec := map[string]string{"KPTR_ALLOW_EXEC": "true"}
+	return []exitCase{
+		{"usage", nil, nil, 2, 0, "kptr: name a command"},
+		{"usage", []string{"frobnicate"}, nil, 2, 1, `kptr: unknown command "frobnicate"`},
+		{"usage", []string{"fn"}, nil, 2, 0, "kptr fn: name a command"},
+		{"help", []string{"fn", "--help"}, nil, 0, 0, ""},
+		{"help", []string{"cache", "--help"}, nil, 0, 1, ""},
+		{"help", []string{"doctor", "--help"}, nil, 0, 1, ""},
+		{"usage", []string{"fn", "rendr"}, nil, 2, 1, `kptr fn: unknown command "rendr"; did you mean "render"?`},
+
+		{"ok", []string{"fn", "render", f.ok, "--allow-exec", "-o", "unwrap"}, nil, 0, 0, ""},
+		{"usage", []string{"fn", "render", "--bogus"}, nil, 2, 1, "kptr fn render: unknown flag: --bogus"},
+		{"usage", []string{"fn", "render", "-z"}, nil, 2, 1, "kptr fn render: unknown shorthand flag: 'z' in -z"},
+		{"usage", []string{"fn", "render", "--cahce-dir", "x"}, nil, 2, 1, "kptr fn render: unknown flag: --cahce-dir; did you mean --cache-dir? (see kptr fn render --help)"},
+		{"usage", []string{"fn", "render", "a", "b"}, nil, 2, 1, "kptr fn render: expected at most one package path, got 2"},
+		{"usage", []string{"fn", "render", f.ok, "--fn-timeout", "0s"}, nil, 2, 1, "--fn-timeout: want a positive duration"},
+		{"input", []string{"fn", "render", f.missing}, nil, 2, 1, "Error: lstat " + f.missing + ": no such file or directory"},
+		{"input", []string{"fn", "render", f.file}, nil, 2, 1, "Error: " + f.file + " is a file: fn render takes a package directory"},
+		{"input", []string{"fn", "render", f.noKptfile}, nil, 2, 1, "Error: No Kptfile found at"},
+		{"input", []string{"fn", "render", f.badKptfile, "--allow-exec"}, nil, 2, 1, "can't be read"},
+		{"function", []string{"fn", "render", f.failing, "--allow-exec", "-o", "unwrap"}, nil, 1, 1, "Exit code: 1"},
+		{"registry", []string{"fn", "render", f.registry, "-o", "unwrap"}, nil, 3, 1, "connection refused"},
+		{"environment", []string{"fn", "render", f.registry, "-o", "unwrap"}, cacheFile, 3, 1, f.cacheFile},
+		{"input", []string{"render", f.missing}, nil, 2, -1, "no such file or directory"},
+		{"function", []string{"render", f.failing, "--allow-exec", "-o", "unwrap"}, nil, 1, -1, "Exit code: 1"},
+
+		{"ok", []string{"fn", "eval", f.ok, "--exec", "cat", "-o", "unwrap"}, nil, 0, 0, ""},
+		{"usage", []string{"fn", "eval", f.ok}, nil, 2, 1, "kptr fn eval: must specify --image or --exec"},
+		{"usage", []string{"fn", "eval", f.ok, "--exec", "cat", "-i", "x"}, nil, 2, 1, "kptr fn eval: must specify exactly one of --image and --exec"},
+		{"usage", []string{"fn", "eval", f.ok, "--exec", "cat", "--", "a=b", "novalue"}, nil, 2, 1, "args must have keys and values separated by ="},
+		{"input", []string{"fn", "eval", f.missing, "--exec", "cat"}, nil, 2, 1, "no such file or directory"},
+		{"input", []string{"fn", "eval", f.file, "--exec", "cat"}, nil, 2, 1, "is a file: fn eval takes a package directory"},
+		{"function", []string{"fn", "eval", f.ok, "--exec", "false", "-o", "unwrap"}, nil, 1, 1, "Exit code: 1"},
+		{"registry", []string{"fn", "eval", f.ok, "-i", "127.0.0.1:1/fn/set-labels:v1", "-o", "unwrap"}, nil, 3, 1, "connection refused"},
+		{"environment", []string{"fn", "eval", f.ok, "-i", "127.0.0.1:1/fn/set-labels:v1", "-o", "unwrap"}, cacheFile, 3, 1, f.cacheFile},
+
+		{"ok", []string{"fn", "source", f.ok}, nil, 0, 0, ""},
+		{"usage", []string{"fn", "source", "a", "b"}, nil, 2, 1, "kptr fn source: expected at most one directory"},
+		{"usage", []string{"fn", "source", f.ok, "-o", "json"}, nil, 2, 1, "--output must be stdout or unwrap"},
+		{"input", []string{"fn", "source", f.missing}, nil, 2, 1, "no such file or directory"},
+		{"usage", []string{"fn", "sink", "a", "b"}, nil, 2, 1, "kptr fn sink: expected at most one directory"},
+		{"input", []string{"fn", "sink", f.existing}, nil, 2, 1, "already exists"},
+
+		{"usage", []string{"generate", "--bogus"}, nil, 2, 1, "kptr generate: unknown flag: --bogus"},
+		{"usage", []string{"generate", f.ok}, map[string]string{"KPTR_SANDBOX": "sometimes"}, 2, -1, "KPTR_SANDBOX (--sandbox): want auto, namespace, landlock or none"},
+		{"input", []string{"generate", f.noKptfile}, nil, 2, -1, "kptr generate: no Kptfile in the application path"},
+		{"function", []string{"generate", f.failing}, exec, 1, -1, "kptr generate: render .: false: function failed"},
+		{"registry", []string{"generate", f.registry}, allowed, 3, -1, "connection refused"},
+
+		{"usage", []string{"prewarm", "--jobs", "0"}, nil, 2, 1, "kptr prewarm: --jobs must be at least 1"},
+		{"input", []string{"prewarm", f.missing}, nil, 2, -1, "kptr prewarm: stat " + f.missing},
+		{"registry", []string{"prewarm", f.registry}, nil, 3, -1, "connection refused"},
+		{"environment", []string{"prewarm", f.registry}, cacheFile, 3, -1, f.cacheFile},
+
+		{"usage", []string{"cache"}, nil, 2, 1, "kptr cache: name a command"},
+		{"usage", []string{"cache", "lss"}, nil, 2, 1, `kptr cache: unknown command "lss"; did you mean "ls"?`},
+		{"usage", []string{"cache", "pull"}, nil, 2, 1, "kptr cache pull: name at least one image"},
+		{"input", []string{"cache", "pull", "Bad Ref"}, nil, 2, -1, "Bad Ref"},
+		{"registry", []string{"cache", "pull", "127.0.0.1:1/fn/set-labels:v1"}, nil, 3, -1, "connection refused"},
+		{"environment", []string{"cache", "pull", "127.0.0.1:1/fn/set-labels:v1"}, cacheFile, 3, -1, f.cacheFile},
+		{"ok", []string{"cache", "ls"}, nil, 0, 1, ""},
+		{"usage", []string{"cache", "tag", "only-one"}, nil, 2, 1, "kptr cache tag: expected SRC and DST, got 1 argument(s)"},
+		{"environment", []string{"cache", "ls"}, cacheFile, 3, -1, f.cacheFile},
+		{"usage", []string{"cache", "prune"}, nil, 2, 1, "kptr cache prune: say what to remove"},
+		{"usage", []string{"cache", "prune", "--max-size", "lots"}, nil, 2, 1, "want a number of bytes with an optional unit"},
+		{"environment", []string{"cache", "prune", "--all"}, cacheFile, 3, -1, f.cacheFile},
+		{"usage", []string{"cache", "verify", "extra"}, nil, 2, 1, "kptr cache verify: takes no arguments"},
+		{"environment", []string{"cache", "verify"}, cacheFile, 3, -1, f.cacheFile},
+		{"usage", []string{"cache", "import"}, nil, 2, 1, "kptr cache import: name at least one source"},
+		{"input", []string{"cache", "import", f.missing}, nil, 2, -1, "kptr cache import: stat " + f.missing},
+		{"input", []string{"cache", "import", f.file}, nil, 2, -1, "not a complete tarball"},
+		{"input", []string{"cache", "import", f.existing}, nil, 2, -1, "neither an OCI image layout nor a docker archive"},
+		{"usage", []string{"cache", "export", "x"}, nil, 2, 1, "kptr cache export: need -o DEST and at least one image"},
+		{"environment", []string{"cache", "export", "-o", f.missing, "x"}, cacheFile, 3, -1, f.cacheFile},
+
+		{"usage", []string{"doctor", "extra"}, nil, 2, 1, `kptr doctor: takes no arguments, got "extra"`},
+		{"ok", []string{"version"}, nil, 0, 0, ""},
+		{"usage", []string{"version", "extra"}, nil, 2, 1, "kptr version: takes no arguments"},
+		{"ok", []string{"completion", "bash"}, nil, 0, 0, ""},
+		{"usage", []string{"completion", "tcsh"}, nil, 2, 0, `kptr completion: unknown command "tcsh"`},
+
+		// kpt's other command groups: refused, naming the real kpt
+		{"unsupported", []string{"pkg", "get", "https://github.com/x/y"}, nil, 2, 1, `kptr: unknown command "pkg"`},
+		{"unsupported", []string{"live", "apply"}, nil, 2, 1, `kptr: unknown command "live"`},
+	}
+}
+
+// Every command and error class exits with the README's code as kptr and
+// with kpt's (1 for every failure) as kpt, the kptr error on one line with
+// one prefix.
+func TestExitCodes(t *testing.T) {
+	f := newExitFixtures(t)
+	for _, c := range exitCases(f) {
+		t.Run(c.class+" "+strings.Join(c.args, " "), func(t *testing.T) {
+			t.Setenv("KPTR_CACHE_DIR", t.TempDir())
+			t.Setenv("KPTR_PROGRESS", "none")
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			code, _, errs := runIn(t, append([]string{"kptr"}, c.args...)...)
+			if code != c.kptr || !strings.Contains(errs, c.want) {
+				t.Errorf("kptr: exit %d, want %d; stderr %q, want %q", code, c.kptr, errs, c.want)
+			}
+			for _, line := range strings.Split(errs, "\n") {
+				if p, rest, ok := strings.Cut(line, ": "); ok && strings.HasPrefix(p, "kptr") && strings.HasPrefix(rest, strings.TrimPrefix(p, "kptr ")+":") {
+					t.Errorf("prefix repeated: %q", line)
+				}
+			}
+			if c.kpt < 0 {
+				return
+			}
+			code, _, errs = runIn(t, append([]string{"/usr/local/bin/kpt"}, c.args...)...)
+			if code != c.kpt {
+				t.Errorf("kpt: exit %d, want %d; stderr %q", code, c.kpt, errs)
+			}
+		})
+	}
+}
+
+// Where the sandbox cannot work (no user namespaces here), a render or eval
+// that reaches a function image and doctor exit 3 as kptr (README: an
+// environment error; kpt's transcript still shows the function's exit code
+// 125) and 1 as kpt, whose docker-less failure is the function's 125 and an
+// exit 1. The test runs itself in a user namespace of its own where
+// max_user_namespaces is 0.
+func TestExitCodesWithoutSandbox(t *testing.T) {
+	if os.Getenv("KPTR_NOSANDBOX_CHILD") == "1" {
+		// the namespace tier alone: auto would fall back to the landlock tier
+		t.Setenv("KPTR_SANDBOX", "namespace")
+		f := newExitFixtures(t)
+		for _, c := range []exitCase{
+			{"sandbox", []string{"fn", "render", f.registry, "-o", "unwrap"}, nil, 3, 1, "run 'kptr doctor'"},
+			{"sandbox", []string{"fn", "eval", f.ok, "-i", "127.0.0.1:1/fn/x:v1", "-o", "unwrap"}, nil, 3, 1, "run 'kptr doctor'"},
+			{"sandbox", []string{"render", f.registry, "-o", "unwrap"}, nil, 3, -1, "Exit code: 125"},
+			{"sandbox", []string{"generate", f.registry}, map[string]string{"KPTR_ALLOWED_IMAGES": "127.0.0.1:1/**"}, 3, -1, "kptr doctor"},
+			{"sandbox", []string{"doctor"}, nil, 3, -1, ""},
+			// exec functions need no sandbox
+			{"ok", []string{"fn", "render", f.ok, "--allow-exec", "-o", "unwrap"}, nil, 0, 0, ""},
+		} {
+			t.Setenv("KPTR_CACHE_DIR", t.TempDir())
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			code, _, errs := runIn(t, append([]string{"kptr"}, c.args...)...)
+			if code != c.kptr || !strings.Contains(errs, c.want) {
+				t.Errorf("kptr %v: exit %d, want %d; stderr %q, want %q", c.args, code, c.kptr, errs, c.want)
+			}
+			if c.kpt >= 0 {
+				if code, _, errs := runIn(t, append([]string{"kpt"}, c.args...)...); code != c.kpt || (c.kpt != 0 && !strings.Contains(errs, "Exit code: 125")) {
+					t.Errorf("kpt %v: exit %d, want %d; stderr %q", c.args, code, c.kpt, errs)
+				}
+			}
+		}
+		return
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("unshare", "--user", "--map-root-user", "/bin/sh", "-c",
+		`echo 0 > /proc/sys/user/max_user_namespaces && exec "$0" -test.run '^TestExitCodesWithoutSandbox$' -test.v`, self)
+	cmd.Env = append(os.Environ(), "KPTR_NOSANDBOX_CHILD=1")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil || !strings.Contains(out.String(), "--- PASS: TestExitCodesWithoutSandbox") {
+		t.Fatalf("child: %v\n%s", err, out.String())
+	}
+}

@@ -1,0 +1,377 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	securejoin "github.com/cyphar/filepath-securejoin"
+	"golang.org/x/sys/unix"
+
+	"github.com/kptr-dev/kptr/cache"
+)
+
+// Landlock is the namespace-free tier: it runs a bundle's entrypoint as a
+// child of kptr confined by Landlock, seccomp and rlimits, for pods whose
+// seccomp profile (Kubernetes' RuntimeDefault under containerd or CRI-O),
+// AppArmor profile or kernel (Bottlerocket: no user namespaces) refuses the
+// namespaces Sandbox needs. It is safe for concurrent use.
+//
+// Guarantees of a Landlock run (landlock_child.go describes the processes):
+//   - The function reads and executes only beneath the image's rootfs and
+//     reads and writes only beneath its private run directory ($HOME and
+//     $TMPDIR point there; removed after the run), plus /dev/null,
+//     /dev/zero and /dev/urandom, and its main process its own /proc/<pid>;
+//     everything else of the host's file system is denied by Landlock,
+//     including the rest of /proc.
+//   - No network unless Invocation.Network: socket(2) for any family but
+//     AF_UNIX fails (seccomp), TCP bind and connect are denied (Landlock
+//     ABI 4, Linux 6.7).
+//   - Signals and abstract unix sockets are scoped to the run (Landlock ABI
+//     6, Linux 6.12); on older kernels a function can signal processes of
+//     kptr's uid (NewLandlock's probes say so).
+//   - seccomp refuses ptrace, mount and namespace calls (clone with
+//     namespace flags, clone3, unshare, setns), keyrings, bpf, io_uring,
+//     perf_event_open and the rest of the namespace tier's list, and, when
+//     the function's uid owns the cached image, the calls that change a
+//     file's mode, owner, times or extended attributes (Landlock does not
+//     govern them);
+//     no_new_privs; a new session; oom_score_adj 1000; RLIMIT_NPROC,
+//     RLIMIT_NOFILE, RLIMIT_FSIZE and RLIMIT_CORE. When kptr is root the
+//     function runs as host uid rootHostIDBase+its image uid, never root.
+//   - Only the image's Env plus Invocation.Env, with HOME and TMPDIR set to
+//     the run directory.
+//   - The timeout, the context and the output caps end every process of the
+//     run, as does the function's main process exiting: a subreaper
+//     launcher SIGKILLs and reaps them all.
+//
+// With Invocation.Network the host's /etc/resolv.conf, /etc/hosts and
+// /etc/nsswitch.conf are readable too (name resolution).
+//
+// What it cannot promise: the image is not the root, so absolute paths in
+// the function resolve against the host's root (and Landlock denies them):
+// a function that reads its own image's files by absolute path (or starts
+// another of the image's programs by one) fails. Invocation.Mounts are
+// refused. The memory limit is not enforced (no cgroup).
+type Landlock struct {
+	stateDir  string
+	timeout   time.Duration
+	maxOutput int64
+	limits    Limits
+	log       *slog.Logger
+	abi       int
+	root      bool
+	probes    []ProbeResult
+	seq       atomic.Uint64
+}
+
+// NewLandlock probes Landlock and the seccomp filter load and returns the
+// tier, or a *ProbeError naming what is missing. It takes the Sandbox's
+// options; those about namespaces (WithFeatures, WithOverlay) are ignored.
+func NewLandlock(opts ...Option) (*Landlock, error) {
+	s := &Sandbox{timeout: DefaultTimeout, maxOutput: DefaultMaxOutput, limits: DefaultLimits}
+	for _, o := range opts {
+		o(s)
+	}
+	l := &Landlock{stateDir: s.stateDir, timeout: s.timeout, maxOutput: s.maxOutput, limits: s.limits, log: s.log,
+		root: canMapRange()}
+	if l.log == nil {
+		l.log = slog.New(slog.DiscardHandler)
+	}
+	if l.stateDir == "" {
+		l.stateDir = defaultStateDir()
+	}
+	l.probes = ProbeLandlock(l.stateDir)
+	if err := Required(l.probes); err != nil {
+		return nil, err
+	}
+	pruneStale(l.stateDir)
+	l.abi = landlockABI()
+	return l, nil
+}
+
+// Probes returns the probe results NewLandlock acted on.
+func (l *Landlock) Probes() []ProbeResult { return l.probes }
+
+// ABI is the kernel's Landlock ABI version the tier runs with.
+func (l *Landlock) ABI() int { return l.abi }
+
+// ProbeLandlock checks what the landlock tier needs (Landlock, the state
+// directory, the whole confinement applied in a child process) and what the
+// running kernel's Landlock ABI gives, one result each.
+func ProbeLandlock(stateDir string) []ProbeResult {
+	var out []ProbeResult
+	add := func(r ProbeResult) { out = append(out, r) }
+	abi, err := landlockVersion()
+	if abi < abiFS {
+		d, fix := "Landlock unavailable: landlock_create_ruleset: "+err.Error(), fixLandlockKernel
+		switch {
+		case errors.Is(err, unix.EOPNOTSUPP):
+			d += " (built into the kernel but not enabled: landlock missing from the lsm= boot parameter)"
+			fix = "node: add landlock to the kernel's lsm= boot parameter"
+		case errors.Is(err, unix.ENOSYS):
+			d += " (a kernel without Landlock, or a seccomp profile that refuses the landlock_* calls: containers-common's before 2022)"
+			fix = fixLandlockKernel + "; pod: a seccomp profile allowing landlock_create_ruleset, landlock_add_rule, landlock_restrict_self (containerd's, Docker's and current CRI-O's defaults do)"
+		}
+		add(ProbeResult{Name: "landlock", Status: StatusFailed, Detail: d, Fix: fix})
+		return out
+	}
+	add(ProbeResult{Name: "landlock", Status: StatusOK, Detail: fmt.Sprintf("Landlock ABI %d (Linux ≥ %s): file system confined to the image (read, execute) and a private run directory (read, write)", abi, landlockKernel[min(abi, 7)])})
+	if abi >= abiNet {
+		add(ProbeResult{Name: "ll-net", Status: StatusOK, Detail: "TCP bind and connect denied by Landlock, other socket families by seccomp"})
+	} else {
+		add(ProbeResult{Name: "ll-net", Status: StatusDegraded, Detail: "no Landlock network rules on this kernel: only the seccomp filter (no sockets but AF_UNIX) keeps functions off the network",
+			Fix: "Linux ≥ 6.7 (Landlock ABI 4)"})
+	}
+	if abi >= abiScope {
+		add(ProbeResult{Name: "ll-scope", Status: StatusOK, Detail: "signals and abstract unix sockets scoped to the run"})
+	} else {
+		add(ProbeResult{Name: "ll-scope", Status: StatusDegraded, Detail: "no Landlock scoping on this kernel: a function can signal processes of kptr's uid (kptr itself, the repo server) and connect to their abstract unix sockets",
+			Fix: "Linux ≥ 6.12 (Landlock ABI 6)"})
+	}
+	if err := ensurePrivateDir(stateDir); err != nil {
+		add(ProbeResult{Name: "statedir", Status: StatusFailed, Detail: "run state directory unusable: " + err.Error(),
+			Fix: "a writable $TMPDIR (the sidecar's cmp-tmp emptyDir on /tmp) or $XDG_RUNTIME_DIR"})
+		return out
+	}
+	if err := probeConfinement(stateDir); err != nil {
+		add(ProbeResult{Name: "confine", Status: StatusFailed, Detail: "confining a child failed: " + err.Error(),
+			Fix: "a seccomp profile that allows seccomp(2), prctl(2) and the landlock_* calls (containerd's, CRI-O's and Docker's defaults do)"})
+		return out
+	}
+	add(ProbeResult{Name: "confine", Status: StatusOK, Detail: "no_new_privs, Landlock and the seccomp filter applied in a child: host files and AF_INET refused"})
+	add(ProbeResult{Name: "paths", Status: StatusDegraded,
+		Detail: "the image is not the function's root: absolute paths resolve against the host and are denied, so functions that read their own image's files by absolute path (or run another of its programs) fail; memory limit not enforced",
+		Fix:    "the namespace tier (kptr doctor's first section says what it needs)"})
+	return out
+}
+
+const fixLandlockKernel = "a kernel ≥ 5.13 with Landlock enabled (most distribution kernels since 2022: Ubuntu ≥ 22.04, Debian ≥ 12, Fedora, Amazon Linux 2023, Bottlerocket, COS ≥ 105)"
+
+// probeConfinement runs the landlock probe child with a scratch directory.
+func probeConfinement(stateDir string) error {
+	dir, err := os.MkdirTemp(stateDir, fmt.Sprintf("kptr-%d-llprobe-", os.Getpid()))
+	if err != nil {
+		return err
+	}
+	defer removeTree(dir)
+	cmd := exec.Command("/proc/self/exe", landlockProbeArg, dir)
+	cmd.Env = []string{}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := onStableThread(cmd.Start); err != nil {
+		return err
+	}
+	if err := cmd.Wait(); err != nil {
+		return fmt.Errorf("%w: %s", err, strings.TrimSpace(out.String()))
+	}
+	if s := strings.TrimSpace(out.String()); s != "ok" {
+		return errors.New(s)
+	}
+	return nil
+}
+
+// Run implements Runner. A bundle without Rootfs (an exec function) runs
+// through Host, as with Sandbox.
+func (l *Landlock) Run(ctx context.Context, b cache.Bundle, inv Invocation) (Result, error) {
+	if b.Rootfs == "" {
+		return Host{Timeout: l.timeout, MaxOutput: l.maxOutput}.Run(ctx, b, inv)
+	}
+	start := time.Now()
+	res, err := l.run(ctx, b, inv)
+	res.Duration = time.Since(start)
+	if err != nil {
+		name := b.Ref
+		if name == "" {
+			name = b.Rootfs
+		}
+		return res, &RunError{Image: name, Err: err}
+	}
+	return res, nil
+}
+
+// ErrLandlockMounts: the landlock tier cannot place a host directory at a
+// path of the function's view (it has no mount namespace).
+var ErrLandlockMounts = errors.New("mounts (kpt fn eval --mount) need the namespace tier; the landlock tier has no mount namespace")
+
+// plan builds a run's confineSpec: a pure function of the bundle, the
+// invocation and the run directory (it only reads the image).
+func (l *Landlock) plan(b cache.Bundle, inv Invocation, runDir string) (confineSpec, error) {
+	if len(inv.Mounts) > 0 {
+		return confineSpec{}, ErrLandlockMounts
+	}
+	proc, err := resolveProcess(b.Rootfs, b.Config, inv, l.root)
+	if err != nil {
+		return confineSpec{}, err
+	}
+	he, err := resolveHostExec(b.Rootfs, proc.Args)
+	if err != nil {
+		return confineSpec{}, fmt.Errorf("%w (the landlock tier starts entrypoints from the image's rootfs without making it the root: static binaries directly, dynamically linked ones through the image's ELF interpreter)", err)
+	}
+	cwd, err := securejoin.SecureJoin(b.Rootfs, proc.Cwd)
+	if err != nil {
+		return confineSpec{}, err
+	}
+	rootfs, err := filepath.EvalSymlinks(b.Rootfs)
+	if err != nil {
+		return confineSpec{}, err
+	}
+	spec := confineSpec{
+		Exec: he, Dir: cwd, ABI: l.abi, UID: -1, GID: -1,
+		Env: mergeEnv(proc.Env, []string{"HOME=" + filepath.Join(runDir, "home"), "TMPDIR=" + filepath.Join(runDir, "tmp")}),
+		Policy: landlockPolicy{
+			ReadExec:  []string{rootfs},
+			ReadWrite: []string{runDir},
+			DevRW:     []string{"/dev/null"},
+			DevRead:   []string{"/dev/zero", "/dev/urandom"},
+			Network:   inv.Network,
+			OwnProc:   true,
+		},
+		NoFile: l.limits.NoFile, FSize: uint64(max(l.limits.TmpSize, 0)), Pids: uint64(max(l.limits.Pids, 0)),
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(rootfs, &st); err != nil {
+		return confineSpec{}, err
+	}
+	spec.NoMetadata = !l.root && int(st.Uid) == os.Geteuid()
+	if inv.Network {
+		// As the namespace tier binds the host's resolv.conf into a
+		// networked run: name resolution by the host's configuration.
+		for _, f := range []string{"/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf"} {
+			if fi, err := os.Stat(f); err == nil && fi.Mode().IsRegular() {
+				spec.Policy.DevRead = append(spec.Policy.DevRead, f)
+			}
+		}
+	}
+	if l.root {
+		if proc.UID >= rootHostIDSize || proc.GID >= rootHostIDSize {
+			return confineSpec{}, fmt.Errorf("uid %d:%d is outside the range functions run as", proc.UID, proc.GID)
+		}
+		spec.UID, spec.GID = rootHostIDBase+proc.UID, rootHostIDBase+proc.GID
+		for what, dir := range map[string]string{"the image's rootfs": rootfs, "the run-state directory": l.stateDir} {
+			if !worldTraversable(dir) {
+				return confineSpec{}, fmt.Errorf("%s %s is not reachable by other users: as root the landlock tier runs functions as an unprivileged uid, which must traverse its path (make it o+x)", what, dir)
+			}
+		}
+	}
+	return spec, nil
+}
+
+func (l *Landlock) run(ctx context.Context, b cache.Bundle, inv Invocation) (Result, error) {
+	id := fmt.Sprintf("kptr-%d-%s-%d.ll", os.Getpid(), runToken, l.seq.Add(1))
+	runDir := filepath.Join(l.stateDir, id)
+	spec, err := l.plan(b, inv, runDir)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := makeRunDir(runDir, spec.UID, spec.GID); err != nil {
+		return Result{}, fmt.Errorf("run directory: %w", err)
+	}
+	defer removeTree(runDir)
+	specR, specW, err := os.Pipe()
+	if err != nil {
+		return Result{}, err
+	}
+	defer specR.Close()
+	defer specW.Close()
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		return Result{}, err
+	}
+	defer statusR.Close()
+	defer statusW.Close()
+	timeout := firstPositive(inv.Timeout, l.timeout, DefaultTimeout)
+	maxOut := firstPositive(inv.MaxOutput, l.maxOutput, DefaultMaxOutput)
+	sio, err := newStdio(inv.Stdin, maxOut)
+	if err != nil {
+		return Result{}, err
+	}
+	defer sio.close()
+	cmd := exec.Command("/proc/self/exe", landlockLaunchArg)
+	cmd.Env = []string{}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = sio.childIn, sio.childOut, sio.childErr
+	cmd.ExtraFiles = []*os.File{specR, statusW}
+	// SIGTERM, not SIGKILL: the launcher ends the run's processes first.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if err := onStableThread(cmd.Start); err != nil {
+		sio.closeChild()
+		return Result{}, fmt.Errorf("start: %w", err)
+	}
+	sio.closeChild()
+	specR.Close()
+	statusW.Close()
+	// The spec is small (pipe buffer); the launcher passes the pipe to the
+	// confiner, which reads it.
+	werr := json.NewEncoder(specW).Encode(spec)
+	specW.Close()
+	var statusBuf bytes.Buffer
+	statusDone := make(chan struct{})
+	go func() { _, _ = io.Copy(&statusBuf, io.LimitReader(statusR, 64<<10)); close(statusDone) }()
+	sio.start()
+	launcher := cmd.Process
+	var escalate *time.Timer
+	// The launcher is the run's subreaper: asked with SIGTERM, it kills and
+	// reaps every process of the run, then exits; the reaper bounds the wait.
+	r := newReaper(launcher.Pid, func() (*os.ProcessState, error) {
+		err := cmd.Wait()
+		return cmd.ProcessState, ignoreExit(err)
+	}, func() {
+		_ = launcher.Signal(syscall.SIGTERM)
+		// A launcher that cannot end the run in time is killed.
+		escalate = time.AfterFunc(launcherGrace, func() { _ = launcher.Kill() })
+	})
+	res, err := wait(ctx, timeout, sio, r)
+	if escalate != nil {
+		escalate.Stop()
+	}
+	<-statusDone
+	if msg := strings.TrimSpace(statusBuf.String()); msg != "" && err == nil {
+		return res, fmt.Errorf("start: %s", msg)
+	}
+	if werr != nil && err == nil {
+		return res, fmt.Errorf("send run spec: %w", werr)
+	}
+	return res, err
+}
+
+// launcherGrace is how long the launcher may take to end a run's processes
+// once asked to.
+const launcherGrace = 10 * time.Second
+
+// firstPositive returns the first positive value.
+func firstPositive[T int64 | time.Duration](vals ...T) T {
+	for _, v := range vals {
+		if v > 0 {
+			return v
+		}
+	}
+	return 0
+}
+
+// makeRunDir creates a run's private directory with home/ and tmp/, owned
+// by the function's uid when kptr is root (uid >= 0).
+func makeRunDir(dir string, uid, gid int) error {
+	for _, d := range []string{dir, filepath.Join(dir, "home"), filepath.Join(dir, "tmp")} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return err
+		}
+		if uid >= 0 {
+			if err := os.Lchown(d, uid, gid); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,251 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The promises both tiers keep, asserted against each with the hostile
+// fixture: the namespace tier (Sandbox) and the landlock tier. Promises
+// only one tier makes (its own pid, uts and ipc namespaces, a minimal /dev,
+// invocation mounts) stay in isolation_test.go; what the landlock tier
+// cannot promise is in the README's sandbox table.
+
+// tier is one way of running a function.
+type tier struct {
+	name string
+	r    Runner
+}
+
+func forEachTier(t *testing.T, f func(t *testing.T, tr tier)) {
+	t.Run("namespace", func(t *testing.T) { f(t, tier{"namespace", sandbox(t)}) })
+	t.Run("landlock", func(t *testing.T) { f(t, tier{"landlock", landlock(t)}) })
+}
+
+// runTier runs the hostile fixture with args on tr and returns its facts.
+func runTier(t *testing.T, tr tier, inv Invocation, args ...string) (Result, map[string]string) {
+	t.Helper()
+	res, err := tr.r.Run(context.Background(), bundle(t, args...), inv)
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("%s: run %v: %v exit %d (stderr %q)", tr.name, args, err, res.ExitCode, res.Stderr)
+	}
+	return res, facts(string(res.Stdout))
+}
+
+// No host file outside the image is readable: sentinels in the temp
+// directories, a package directory, the cache directory beside the rootfs,
+// $HOME, and kptr's own environment through /proc.
+func TestTiersHostFilesUnreadable(t *testing.T) {
+	var paths []string
+	for _, dir := range []string{os.TempDir(), "/tmp", filepath.Join(testTmp, "pkg"), filepath.Dir(testRootfs(t))} {
+		must(t, os.MkdirAll(dir, 0o755))
+		p := filepath.Join(dir, "kptr-tier-sentinel-"+strconv.Itoa(os.Getpid()))
+		must(t, os.WriteFile(p, []byte("secret"), 0o644))
+		t.Cleanup(func() { os.Remove(p) })
+		paths = append(paths, p)
+	}
+	paths = append(paths, fmt.Sprintf("/proc/%d/environ", os.Getpid()), "/etc/shadow", fmt.Sprintf("/proc/%d/cmdline", os.Getppid()))
+	forEachTier(t, func(t *testing.T, tr tier) {
+		for _, inv := range []Invocation{{}, {AsCurrentUser: true}} {
+			_, f := runTier(t, tr, inv, append([]string{"read"}, paths...)...)
+			for _, p := range paths {
+				if strings.HasPrefix(f[p], "readable") {
+					t.Errorf("host file %s readable (as current user: %v): %q", p, inv.AsCurrentUser, f[p])
+				}
+			}
+		}
+	})
+}
+
+// Nothing outside the run's own scratch space is written: neither the
+// cached rootfs (by its in-image or its host path), nor a host directory;
+// $HOME and $TMPDIR (the namespace tier: /tmp) are writable.
+func TestTiersNoWritesOutsideTheRun(t *testing.T) {
+	root := testRootfs(t)
+	outside := filepath.Join(testTmp, "outside")
+	must(t, os.MkdirAll(outside, 0o777))
+	must(t, os.Chmod(outside, 0o777))
+	before := snapshot(t, root)
+	forEachTier(t, func(t *testing.T, tr tier) {
+		targets := []string{"/etc/passwd", "/newfile", "/usr/local/bin/function",
+			filepath.Join(root, "etc/passwd"), filepath.Join(root, "newfile"), filepath.Join(outside, "x")}
+		res, f := runTier(t, tr, Invocation{}, append([]string{"write"}, targets...)...)
+		for _, p := range targets {
+			if f[p] == "written" && !(tr.name == "namespace" && sandbox(t).Overlay() && os.Geteuid() != 0 && p == "/etc/passwd") {
+				t.Errorf("%s written (%s)", p, res.Stdout)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(outside, "x")); err == nil {
+			t.Errorf("a host directory was written")
+		}
+		// Metadata too: mode and times of the image, by its host path
+		// (the landlock tier) or its own path (the namespace tier).
+		chmods := []string{"/usr/local/bin/function", filepath.Join(root, "usr/local/bin/function"), filepath.Join(root, "etc")}
+		_, f = runTier(t, tr, Invocation{AsCurrentUser: true}, append([]string{"chmod"}, chmods...)...)
+		for _, p := range chmods {
+			if f[p] == "<nil>" && !(p == chmods[0] && tr.name == "namespace" && sandbox(t).Overlay() && os.Geteuid() != 0) {
+				t.Errorf("chmod %s: %q", p, f[p])
+			}
+		}
+		_, f = runTier(t, tr, Invocation{}, "token", "mine")
+		for k, v := range f {
+			if strings.HasSuffix(k, "/token") && v != "mine <nil>" {
+				t.Errorf("scratch space %s: %q", k, v)
+			}
+		}
+		if after := snapshot(t, root); after != before {
+			t.Fatal("cached rootfs changed by a run")
+		}
+	})
+}
+
+// No TCP to the host: a listener on the host's loopback is unreachable
+// (unless the invocation allows the network).
+func TestTiersNoTCP(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	forEachTier(t, func(t *testing.T, tr tier) {
+		_, f := runTier(t, tr, Invocation{}, "connect", l.Addr().String())
+		if f["connect"] == "ok" {
+			t.Errorf("host listener reached: %q", f["connect"])
+		}
+		_, f = runTier(t, tr, Invocation{Network: true}, "connect", l.Addr().String())
+		if f["connect"] != "ok" {
+			t.Errorf("with Network the host listener must be reachable: %q", f["connect"])
+		}
+	})
+}
+
+// No ptrace of kptr, no signals to it, no new namespaces.
+func TestTiersNoPtraceSignalsNamespaces(t *testing.T) {
+	forEachTier(t, func(t *testing.T, tr tier) {
+		pid := strconv.Itoa(os.Getpid())
+		_, f := runTier(t, tr, Invocation{}, "ptrace", pid)
+		if f["ptrace"] == "<nil>" {
+			t.Errorf("ptrace of kptr (pid %s) succeeded", pid)
+		}
+		_, f = runTier(t, tr, Invocation{}, "signal", pid)
+		if f["signal"] == "<nil>" && !(tr.name == "landlock" && landlockABI() < abiScope) {
+			t.Errorf("signal to kptr (pid %s) delivered", pid)
+		}
+		_, f = runTier(t, tr, Invocation{}, "unshare")
+		if (tr.name == "landlock" || seccompBuilt) && !strings.Contains(f["unshare"], "operation not permitted") {
+			t.Errorf("a new user namespace: %q", f["unshare"])
+		}
+	})
+}
+
+// No privilege: no capabilities, no_new_privs, a seccomp filter (the
+// namespace tier: when built with the seccomp tag), never host root.
+func TestTiersNoPrivilege(t *testing.T) {
+	forEachTier(t, func(t *testing.T, tr tier) {
+		_, f := runTier(t, tr, Invocation{AsCurrentUser: true}, "id")
+		if f["CapEff"] != "0000000000000000" || f["CapPrm"] != "0000000000000000" || f["nnp"] != "1" {
+			t.Errorf("privileges: %v", f)
+		}
+		if tr.name == "landlock" && f["seccomp"] != "2" {
+			t.Errorf("no seccomp filter: %v", f)
+		}
+		if tr.name == "landlock" && f["uid"] == "0" {
+			t.Errorf("function runs as host root: %v", f)
+		}
+	})
+}
+
+// Only the image's Env and the invocation's (plus, in the landlock tier,
+// HOME and TMPDIR pointing at the run directory).
+func TestTiersEnvironment(t *testing.T) {
+	t.Setenv("KPTR_TEST_SECRET", "hunter2")
+	forEachTier(t, func(t *testing.T, tr tier) {
+		res, _ := runTier(t, tr, Invocation{Env: []string{"INV_VAR=x", "IMAGE_VAR=overridden"}}, "env")
+		for _, l := range strings.Split(strings.TrimSpace(string(res.Stdout)), "\n") {
+			k, v, _ := strings.Cut(l, "=")
+			switch {
+			case k == "PATH" && l == imagePath, k == "INV_VAR" && v == "x", k == "IMAGE_VAR" && v == "overridden", k == "HOME":
+			case k == "TMPDIR" && tr.name == "landlock":
+			default:
+				t.Errorf("unexpected variable %q", l)
+			}
+		}
+	})
+}
+
+// The timeout ends every process of the run, also a child in its own
+// session that ignores SIGTERM; so does the main process exiting.
+func TestTiersEveryProcessEnds(t *testing.T) {
+	forEachTier(t, func(t *testing.T, tr tier) {
+		marker := fmt.Sprintf("kptr-tier-%s-%d-%d", tr.name, os.Getpid(), time.Now().UnixNano())
+		start := time.Now()
+		res, err := tr.r.Run(context.Background(), bundle(t, "forksleep", marker), Invocation{Timeout: time.Second})
+		if !errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), "example.test/hostile:v1") {
+			t.Fatalf("want a timeout naming the image, got %v (exit %d)", err, res.ExitCode)
+		}
+		if d := time.Since(start); d > 10*time.Second {
+			t.Errorf("took %s", d)
+		}
+		if !strings.Contains(string(res.Stdout), "child: ") {
+			t.Errorf("the child was never started: %q %q", res.Stdout, res.Stderr)
+		}
+		if left := processesWith(marker); len(left) > 0 {
+			t.Fatalf("processes left after the timeout: %v", left)
+		}
+		res, err = tr.r.Run(context.Background(), bundle(t, "bgexit", marker), Invocation{})
+		if err != nil || res.ExitCode != 0 || !strings.Contains(string(res.Stdout), "child: ") {
+			t.Fatalf("bgexit: %v exit %d %q %q", err, res.ExitCode, res.Stdout, res.Stderr)
+		}
+		if left := processesWith(marker); len(left) > 0 {
+			t.Fatalf("processes left after the function exited: %v", left)
+		}
+	})
+}
+
+// Output caps, exit codes, a function that does not read stdin, garbage,
+// cancellation: the same results in both tiers.
+func TestTiersLimitsAndResults(t *testing.T) {
+	forEachTier(t, func(t *testing.T, tr tier) {
+		res, err := tr.r.Run(context.Background(), bundle(t, "flood", strconv.Itoa(64<<20)), Invocation{MaxOutput: 1 << 20})
+		if !errors.Is(err, ErrOutputLimit) || !strings.Contains(err.Error(), "stdout") || len(res.Stdout) != 1<<20 {
+			t.Fatalf("flood: %v, %d bytes kept", err, len(res.Stdout))
+		}
+		big := strings.NewReader(strings.Repeat("x", 32<<20))
+		res, err = tr.r.Run(context.Background(), bundle(t, "noread"), Invocation{Stdin: big, Timeout: 20 * time.Second})
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("noread: %v exit %d", err, res.ExitCode)
+		}
+		res, err = tr.r.Run(context.Background(), bundle(t, "exit", "3"), Invocation{})
+		if err != nil || res.ExitCode != 3 || !strings.Contains(string(res.Stderr), "failing on purpose") {
+			t.Fatalf("exit 3: %v exit %d %q", err, res.ExitCode, res.Stderr)
+		}
+		res, err = tr.r.Run(context.Background(), bundle(t, "garbage"), Invocation{})
+		if err != nil || len(res.Stdout) != 4096 || len(res.Stderr) != 4096 {
+			t.Fatalf("garbage: %v %d/%d", err, len(res.Stdout), len(res.Stderr))
+		}
+		res, err = tr.r.Run(context.Background(), bundle(t, "cat"), Invocation{Stdin: strings.NewReader("kind: ResourceList\n")})
+		if err != nil || string(res.Stdout) != "kind: ResourceList\n" {
+			t.Fatalf("cat: %v %q", err, res.Stdout)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() { time.Sleep(300 * time.Millisecond); cancel() }()
+		if _, err = tr.r.Run(ctx, bundle(t, "sleep-ignore", "x"), Invocation{Stdin: blockingReader{}}); !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancel: %v", err)
+		}
+	})
+}

@@ -1,0 +1,2 @@
+set -eo pipefail
+kpt fn eval --exec fx -- MyConfig op=echo

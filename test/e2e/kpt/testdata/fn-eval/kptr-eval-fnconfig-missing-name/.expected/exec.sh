@@ -1,0 +1,1 @@
+kpt fn eval --exec fx --fn-config .expected/cfg.yaml

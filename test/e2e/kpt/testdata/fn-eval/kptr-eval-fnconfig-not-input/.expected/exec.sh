@@ -1,0 +1,2 @@
+set -eo pipefail
+kpt fn eval --exec fx --fn-config fn-config.yaml

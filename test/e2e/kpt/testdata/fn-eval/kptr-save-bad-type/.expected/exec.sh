@@ -1,0 +1,1 @@
+kpt fn eval -s -t transformer --exec fx -- op=count

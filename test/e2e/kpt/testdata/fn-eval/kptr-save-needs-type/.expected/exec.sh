@@ -1,0 +1,1 @@
+kpt fn eval -s --exec fx -- op=count

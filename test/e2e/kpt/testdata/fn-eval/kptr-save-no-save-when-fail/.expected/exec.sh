@@ -1,0 +1,1 @@
+kpt fn eval -s -t mutator --exec fx -- op=crash code=1 message=boom
