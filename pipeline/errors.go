@@ -26,8 +26,9 @@ func (e *Error) Unwrap() error { return e.err }
 // ExitCode is 1 for every kpt error.
 func (e *Error) ExitCode() int { return 1 }
 
-// Message is kpt's CLI rendering of the error, without the trailing " \n".
-func (e *Error) Message() string { return cliMessage(e.err) }
+// Message is kpt's CLI rendering of the error, without the trailing " \n",
+// Printable (it may quote function output).
+func (e *Error) Message() string { return Printable(cliMessage(e.err)) }
 
 // Line is what kpt prints on stderr for the error, newline included ("" when
 // the transcript already showed the failure): "Error: <msg> \n" for render,
@@ -109,6 +110,7 @@ func cliMessage(err error) string {
 	var dep *kptv1.DeprecatedKptfileError
 	var ve *kptv1.ValidateError
 	var nk *noKptfileError
+	var le *OutputLimitError
 	switch {
 	case errors.Is(err, errHandled):
 		return ""
@@ -125,6 +127,8 @@ func cliMessage(err error) string {
 		return msg
 	case errors.As(err, &ve):
 		return ve.Error()
+	case errors.As(err, &le) && le.Function != "":
+		return "Error: " + le.Function + ": " + le.Error()
 	}
 	// innermost cause below kpt's wrapping
 	for {

@@ -19,7 +19,8 @@ import (
 // scalar and its fields already follow the input's order, kyaml's
 // CopyComments and SyncOrder would change nothing, so they are skipped
 // (they deep-copy and reflect over every node, which dominated large renders).
-func runFilter(run func(io.Reader, io.Writer) error, fnConfig *yaml.RNode, input []*yaml.RNode) ([]*yaml.RNode, *yaml.RNode, error) {
+// The output is read within lim (OutputLimits).
+func runFilter(run func(io.Reader, io.Writer) error, fnConfig *yaml.RNode, input []*yaml.RNode, lim OutputLimits) ([]*yaml.RNode, *yaml.RNode, error) {
 	functionDir, err := functionScope(fnConfig)
 	if err != nil {
 		return nil, nil, err
@@ -38,7 +39,7 @@ func runFilter(run func(io.Reader, io.Writer) error, fnConfig *yaml.RNode, input
 	}
 	var out bytes.Buffer
 	exit := run(bytes.NewReader(in.data), &out)
-	output, results, reused, err := readResourceList(out.Bytes(), in, input)
+	output, results, reused, err := readResourceList(out.Bytes(), in, input, lim)
 	if err != nil {
 		return nil, nil, err
 	}

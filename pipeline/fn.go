@@ -210,7 +210,7 @@ func (r *renderer) doFunction(st *fnStep, pn *pkgNode, input []*yaml.RNode, fnCo
 		}
 		return nil
 	}
-	output, rlResults, err := runFilter(run, fnConfig, input)
+	output, rlResults, err := runFilter(run, fnConfig, input, r.opts.Limits)
 	fr.Stderr = string(stderr)
 	// the filter numbers its input in place; the numbers must not outlive
 	// the call (a failed call never gets to remove them)
@@ -219,6 +219,9 @@ func (r *renderer) doFunction(st *fnStep, pn *pkgNode, input []*yaml.RNode, fnCo
 		_ = clearEmptyAnnotations(n)
 	}
 	var ee *execError
+	if le := (*OutputLimitError)(nil); errors.As(err, &le) {
+		le.Function = st.name()
+	}
 	if err != nil && !errors.As(err, &ee) {
 		// the function's output could not be parsed
 		r.results.ExitCode = 1

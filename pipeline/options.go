@@ -53,6 +53,10 @@ type Options struct {
 	Timeout time.Duration
 	// MaxOutput caps a function's stdout and stderr each; 0 means the runner's default.
 	MaxOutput int64
+	// Limits bound what is read from a function's stdout beyond its size:
+	// items, results, YAML nodes (aliases expanded), nesting depth. Zero
+	// fields mean the defaults (DefaultMaxItems...).
+	Limits OutputLimits
 	// Stderr receives kpt's transcript ([RUNNING], [PASS], results); nil discards it.
 	Stderr io.Writer
 	// KptTranscript leaves out of the transcript what kpt never prints (the

@@ -648,16 +648,20 @@ func (r *renderer) failedFunction() string {
 	return r.failedStep.Exec
 }
 
-// newError builds the *Error for err: summary "render <pkg>: <fn>: <cause>".
+// newError builds the *Error for err: summary "render <pkg>: <fn>: <cause>",
+// one line, Printable (package paths and function output are untrusted).
 func newError(err error, pkg, fn string) *Error {
 	e := &Error{Pkg: pkg, Function: fn, err: err}
 	cause := cliMessage(err)
 	cause = strings.TrimPrefix(cause, "Error: ")
 	var ee *execError
+	var le *OutputLimitError
 	if errors.Is(err, errHandled) {
 		cause = "function failed"
 	} else if errors.As(err, &ee) {
 		cause = ee.Error()
+	} else if errors.As(err, &le) {
+		cause = le.Error() // the function is named before it
 	}
 	cause = strings.Join(strings.Fields(cause), " ")
 	var b strings.Builder
@@ -669,6 +673,6 @@ func newError(err error, pkg, fn string) *Error {
 		b.WriteString(": " + fn)
 	}
 	b.WriteString(": " + cause)
-	e.summary = b.String()
+	e.summary = Printable(b.String())
 	return e
 }

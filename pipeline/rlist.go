@@ -101,28 +101,93 @@ func appendDocument(buf []byte, n *yaml.Node) ([]byte, error) {
 
 // readResourceList reads a function's output as kio.ByteReader does
 // (items, and results), reusing the nodes of input items printed
-// unchanged; reused[i] says output[i] is input's node itself.
-func readResourceList(out []byte, in *encodedList, input []*yaml.RNode) (output []*yaml.RNode, results *yaml.RNode, reused []bool, err error) {
-	if output, results, reused, ok := splitResourceList(out, in, input); ok {
-		return output, results, reused, nil
+// unchanged; reused[i] says output[i] is input's node itself. The output is
+// measured against lim before anything is decoded and its trees after
+// (budget.go): an output over a limit is an *OutputLimitError.
+func readResourceList(out []byte, in *encodedList, input []*yaml.RNode, lim OutputLimits) (output []*yaml.RNode, results *yaml.RNode, reused []bool, err error) {
+	lim = lim.withDefaults()
+	cut, err := cutResourceList(out, in, lim)
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	r := &kio.ByteReader{Reader: bytes.NewReader(out)}
-	output, err = r.Read()
-	return output, r.Results, make([]bool, len(output)), err
+	if countNodes(out, lim.MaxNodes) > lim.MaxNodes {
+		return nil, nil, nil, lim.tooManyNodes()
+	}
+	var ok bool
+	if cut != nil {
+		output, results, reused, ok = cut.decode(out, in, input)
+	}
+	if !ok {
+		r := &kio.ByteReader{Reader: bytes.NewReader(out)}
+		if output, err = r.Read(); err != nil {
+			return nil, nil, nil, err
+		}
+		results, reused = r.Results, make([]bool, len(output))
+	}
+	if len(output) > lim.MaxItems {
+		return nil, nil, nil, lim.tooManyItems()
+	}
+	if countResults(results) > lim.MaxResults {
+		return nil, nil, nil, lim.tooManyResults()
+	}
+	fresh := make([]*yaml.Node, 0, len(output)+1)
+	for i, n := range output {
+		if !reused[i] {
+			fresh = append(fresh, n.YNode())
+		}
+	}
+	if results != nil {
+		fresh = append(fresh, results.YNode())
+	}
+	if err := lim.checkTrees(fresh...); err != nil {
+		return nil, nil, nil, err
+	}
+	return output, results, reused, nil
 }
 
-// splitResourceList is readResourceList's fast path; ok is false whenever
-// the output is not a block ResourceList with a compact `items:` list whose
-// items each parse alone, and then nothing was decided.
-func splitResourceList(out []byte, in *encodedList, input []*yaml.RNode) (output []*yaml.RNode, results *yaml.RNode, reused []bool, ok bool) {
-	if in == nil || in.byHash == nil || bytes.IndexByte(out, '\r') >= 0 {
-		return nil, nil, nil, false
+// countResults is the number of entries of a ResourceList's results: a
+// list, or kpt's legacy {items: [...]} wrapper.
+func countResults(n *yaml.RNode) int {
+	if n.IsNil() {
+		return 0
 	}
+	y := n.YNode()
+	if y.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(y.Content); i += 2 {
+			if y.Content[i].Value == "items" {
+				y = y.Content[i+1]
+			}
+		}
+	}
+	if y.Kind != yaml.SequenceNode {
+		return 0
+	}
+	return len(y.Content)
+}
+
+// cutList is a block ResourceList cut into its header (every top-level
+// line outside `items:`) and its items, nothing decoded yet.
+type cutList struct {
+	header []byte
+	items  []chunk
+}
+
+type chunk struct{ start, end, line int }
+
+// cutResourceList cuts out into a header and items at line starts,
+// counting the entries of top-level `items:` and `results:` lists as it
+// goes, also in output it does not cut: more than lim allows is an error
+// before a single node is built. A nil cutList (and nil error) means the
+// output is not a block ResourceList with a compact `items:` list, and
+// nothing was decided.
+func cutResourceList(out []byte, in *encodedList, lim OutputLimits) (*cutList, error) {
 	// cut the output into top-level lines outside `items:` (the header) and items
 	var header []byte
-	type chunk struct{ start, end, line int }
 	var items []chunk
 	inItems, seenItems := false, false
+	inResults, results, resultsIndent := false, 0, -1
+	// not ours to cut: only counting goes on
+	declined := in == nil || in.byHash == nil || bytes.IndexByte(out, '\r') >= 0
 	line := 0
 	for pos := 0; pos < len(out); line++ {
 		end := bytes.IndexByte(out[pos:], '\n')
@@ -137,49 +202,80 @@ func splitResourceList(out []byte, in *encodedList, input []*yaml.RNode) (output
 			// continuation of the item or header key above
 			if inItems {
 				if len(items) == 0 {
-					return nil, nil, nil, false // an indented list: not ours to cut
+					declined = true // an indented list: not ours to cut
 				}
 			} else {
 				header = append(header, l...)
+				if inResults {
+					// a wide `results:` list: its entries at the first one's indentation
+					t := bytes.TrimLeft(l, " ")
+					if isEntry(t) && (resultsIndent < 0 || len(l)-len(t) == resultsIndent) {
+						resultsIndent = len(l) - len(t)
+						if results++; results > lim.MaxResults {
+							return nil, lim.tooManyResults()
+						}
+					}
+				}
 			}
 		case c == '-' && (len(l) == 1 || l[1] == ' ' || l[1] == '\n'):
 			if !inItems {
 				// an item of a compact list under a header key (results:)
 				header = append(header, l...)
+				if inResults && resultsIndent <= 0 {
+					resultsIndent = 0
+					if results++; results > lim.MaxResults {
+						return nil, lim.tooManyResults()
+					}
+				}
 				break
 			}
 			if len(items) > 0 {
 				items[len(items)-1].end = pos
 			}
+			if len(items) == lim.MaxItems {
+				return nil, lim.tooManyItems()
+			}
 			items = append(items, chunk{start: pos, line: line})
 		case string(l) == "items:\n" || string(l) == "items:":
-			if seenItems {
-				return nil, nil, nil, false
-			}
-			inItems, seenItems = true, true
+			declined = declined || seenItems
+			inItems, seenItems, inResults = true, true, false
 		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
 			if bytes.HasPrefix(l, []byte("items")) {
-				return nil, nil, nil, false
+				declined = true
 			}
 			if inItems && len(items) > 0 {
 				items[len(items)-1].end = pos
 			}
 			inItems = false
+			inResults = bytes.HasPrefix(l, []byte("results:"))
 			header = append(header, l...)
 		default:
 			// comments, document markers, directives, flow or quoted keys, tabs
-			return nil, nil, nil, false
+			declined = true
 		}
 		pos = end
 	}
-	if !seenItems || len(items) == 0 {
-		return nil, nil, nil, false
+	if declined || !seenItems || len(items) == 0 {
+		return nil, nil
 	}
 	if items[len(items)-1].end == 0 {
 		items[len(items)-1].end = len(out)
 	}
-	// the header decides, as ByteReader does, whether this is a list at all
-	r := &kio.ByteReader{Reader: bytes.NewReader(append(header, "items: []\n"...))}
+	return &cutList{header: header, items: items}, nil
+}
+
+// isEntry: t starts a block sequence entry.
+func isEntry(t []byte) bool {
+	return len(t) > 0 && t[0] == '-' && (len(t) == 1 || t[1] == ' ' || t[1] == '\n')
+}
+
+// decode is readResourceList's fast path: the header decides, as
+// ByteReader does, whether this is a list at all; items printed unchanged
+// take their input's nodes, the others are parsed alone, in parallel. ok is
+// false when any of that fails, and then nothing was decided.
+func (cut *cutList) decode(out []byte, in *encodedList, input []*yaml.RNode) (output []*yaml.RNode, results *yaml.RNode, reused []bool, ok bool) {
+	items := cut.items
+	r := &kio.ByteReader{Reader: bytes.NewReader(append(cut.header, "items: []\n"...))}
 	if ns, err := r.Read(); err != nil || len(ns) != 0 || r.WrappingKind == "" {
 		return nil, nil, nil, false
 	}

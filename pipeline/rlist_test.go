@@ -159,7 +159,7 @@ func TestRunFilterReuseMatchesKyaml(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, _, gerr := runFilter(run, fc, b)
+			got, _, gerr := runFilter(run, fc, b, OutputLimits{})
 			if !bytes.Equal(gotIn, wantIn) {
 				t.Fatalf("%s/%s: the function read different bytes", name, fname)
 			}
@@ -186,7 +186,7 @@ func TestRunFilterReuseMatchesKyaml(t *testing.T) {
 			}
 			compared++
 			k++
-			if _, _, reused, err := readResourceList(f(in.data), in, b); err == nil {
+			if _, _, reused, err := readResourceList(f(in.data), in, b, OutputLimits{}); err == nil {
 				for _, r := range reused {
 					if r {
 						reusedTotal++
@@ -264,4 +264,13 @@ func positions(n *yaml.Node) string {
 		s += positions(c)
 	}
 	return s
+}
+
+// splitResourceList is readResourceList's fast path alone, limits at their defaults.
+func splitResourceList(out []byte, in *encodedList, input []*yaml.RNode) ([]*yaml.RNode, *yaml.RNode, []bool, bool) {
+	cut, err := cutResourceList(out, in, OutputLimits{}.withDefaults())
+	if err != nil || cut == nil {
+		return nil, nil, nil, false
+	}
+	return cut.decode(out, in, input)
 }

@@ -183,6 +183,7 @@ func (g *globals) baseOptions(ctx context.Context) (pipeline.Options, *lazyEnv) 
 		Runner:      env,
 		ExecRunner:  runtime.Host{Timeout: g.fnTimeout, MaxOutput: maxOut},
 		MaxOutput:   maxOut,
+		Limits:      g.outputLimits(),
 		ImagePrefix: g.imagePrefix,
 		Timeout:     g.fnTimeout,
 		Stderr:      g.stderr,

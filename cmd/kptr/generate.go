@@ -315,6 +315,7 @@ func renderForGenerate(ctx context.Context, g *globals, p *policy, dir string) (
 		AllowImage:   res.check,
 		Timeout:      g.fnTimeout,
 		MaxOutput:    maxOut,
+		Limits:       g.outputLimits(),
 		Stderr:       transcript,
 		Output:       pipeline.OutputMemory,
 		ResultsDir:   resultsDir,
@@ -322,7 +323,8 @@ func renderForGenerate(ctx context.Context, g *globals, p *policy, dir string) (
 	if err != nil {
 		msg := err.Error()
 		if d := failedFunctionDetail(resultsDir); d != "" {
-			msg += ": " + d
+			// what the function said, shown in Argo CD's UI and logs
+			msg += ": " + pipeline.Printable(d)
 		}
 		msg = strings.ReplaceAll(msg, dir, displayPath(dir))
 		code := exitCodeOf(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/pipeline"
 )
 
 // globals are the settings commands share, and the process's streams. Each
@@ -254,10 +255,18 @@ func (g *globals) checkSettings(fs *pflag.FlagSet) error {
 		}
 		return usageError("%s: want auto, plain or none, got %q", from("progress", "KPTR_PROGRESS"), g.progress)
 	}
-	// KPTR_FN_MAX_OUTPUT has no flag: the commands that run functions read it.
+	// KPTR_FN_MAX_OUTPUT and the output limits have no flag: the commands
+	// that run functions read them.
 	if v := strings.TrimSpace(g.getenv("KPTR_FN_MAX_OUTPUT")); on("fn-timeout") && v != "" {
 		if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < 0 {
 			return usageError("KPTR_FN_MAX_OUTPUT: want a number of bytes, got %q", v)
+		}
+	}
+	for _, name := range outputLimitVars {
+		if v := strings.TrimSpace(g.getenv(name)); on("fn-timeout") && v != "" {
+			if n, err := strconv.Atoi(v); err != nil || n < 0 {
+				return usageError("%s: want a whole number (0 for the default), got %q", name, v)
+			}
 		}
 	}
 	var lvl slog.Level
@@ -265,6 +274,19 @@ func (g *globals) checkSettings(fs *pflag.FlagSet) error {
 		return usageError("%s: want debug, info, warn or error, got %q", from("log-level", "KPTR_LOG_LEVEL"), g.logLevel)
 	}
 	return nil
+}
+
+// outputLimitVars set pipeline.OutputLimits: what kptr reads from one
+// function's stdout beyond its size in bytes (0 or unset: the default).
+var outputLimitVars = []string{"KPTR_FN_MAX_ITEMS", "KPTR_FN_MAX_RESULTS", "KPTR_FN_MAX_NODES"}
+
+// outputLimits reads outputLimitVars (checkSettings has validated them).
+func (g *globals) outputLimits() pipeline.OutputLimits {
+	n := func(name string) int {
+		v, _ := strconv.Atoi(strings.TrimSpace(g.getenv(name)))
+		return v
+	}
+	return pipeline.OutputLimits{MaxItems: n("KPTR_FN_MAX_ITEMS"), MaxResults: n("KPTR_FN_MAX_RESULTS"), MaxNodes: n("KPTR_FN_MAX_NODES")}
 }
 
 // logger logs structured lines to stderr at the chosen level.
