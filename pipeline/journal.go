@@ -587,15 +587,7 @@ func (p *pkgFS) writeSynced(name string, b []byte, mode fs.FileMode) error {
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return writeAndClose(f, b)
 }
 
 func (p *pkgFS) syncDir(name string) {

@@ -311,11 +311,18 @@ func (r *renderer) collectPartial(pn *pkgNode) []*yaml.RNode {
 	return out
 }
 
+// writeSynced writes b to the file at path (outside any package: the
+// results directory) and syncs it.
 func writeSynced(path string, b []byte, mode os.FileMode) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
 	if err != nil {
 		return err
 	}
+	return writeAndClose(f, b)
+}
+
+// writeAndClose writes b to f, syncs and closes it, reporting the first error.
+func writeAndClose(f *os.File, b []byte) error {
 	if _, err := f.Write(b); err != nil {
 		f.Close()
 		return err

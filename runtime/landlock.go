@@ -186,20 +186,7 @@ func probeConfinement(stateDir string) error {
 // Run implements Runner. A bundle without Rootfs (an exec function) runs
 // through Host, as with Sandbox.
 func (l *Landlock) Run(ctx context.Context, b cache.Bundle, inv Invocation) (Result, error) {
-	if b.Rootfs == "" {
-		return Host{Timeout: l.timeout, MaxOutput: l.maxOutput}.Run(ctx, b, inv)
-	}
-	start := time.Now()
-	res, err := l.run(ctx, b, inv)
-	res.Duration = time.Since(start)
-	if err != nil {
-		name := b.Ref
-		if name == "" {
-			name = b.Rootfs
-		}
-		return res, &RunError{Image: name, Err: err}
-	}
-	return res, nil
+	return runImage(ctx, b, inv, l.timeout, l.maxOutput, l.run)
 }
 
 // ErrLandlockMounts: the landlock tier cannot place a host directory at a

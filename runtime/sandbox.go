@@ -172,11 +172,19 @@ var (
 // runs through Host, unsandboxed, as kpt runs it (whether exec functions may
 // run at all is the caller's policy).
 func (s *Sandbox) Run(ctx context.Context, b cache.Bundle, inv Invocation) (Result, error) {
+	return runImage(ctx, b, inv, s.timeout, s.maxOutput, s.run)
+}
+
+// runImage is Run for every sandbox tier: exec functions (no Rootfs) through
+// Host, images through run, timed, with failures wrapped in a RunError that
+// names the image.
+func runImage(ctx context.Context, b cache.Bundle, inv Invocation, timeout time.Duration, maxOutput int64,
+	run func(context.Context, cache.Bundle, Invocation) (Result, error)) (Result, error) {
 	if b.Rootfs == "" {
-		return Host{Timeout: s.timeout, MaxOutput: s.maxOutput}.Run(ctx, b, inv)
+		return Host{Timeout: timeout, MaxOutput: maxOutput}.Run(ctx, b, inv)
 	}
 	start := time.Now()
-	res, err := s.run(ctx, b, inv)
+	res, err := run(ctx, b, inv)
 	res.Duration = time.Since(start)
 	if err != nil {
 		name := b.Ref
