@@ -268,7 +268,9 @@ func redact(s string) string {
 // the sandbox are opened only when a function image actually runs.
 func renderForGenerate(ctx context.Context, g *globals, p *policy, dir string) ([]*yaml.RNode, error) {
 	env := &lazyEnv{ctx: ctx, g: g}
-	res := &allowListResolver{next: env, patterns: p.AllowedImages}
+	fetch := newFetchingResolver(env, g) // pulls that survive Argo CD's deadline (fetch.go)
+	defer fetch.Close()
+	res := &allowListResolver{next: fetch, patterns: p.AllowedImages}
 	causes := &causeRecorder{}
 	maxOut := envInt64(g.getenv("KPTR_FN_MAX_OUTPUT"), 0)
 	resultsDir, err := os.MkdirTemp("", "kptr-generate-")

@@ -1,0 +1,573 @@
+// End-to-end test of kptr behind the real Argo CD chain: argocd-repo-server
+// (with Redis, Debian's redis-server, on loopback) in front of
+// argocd-cmp-server running the repository's plugin.yaml as uid 999 without
+// capabilities, the two sharing the plugins socket directory as the pod does,
+// and the example applications in a Git repository served by `git daemon`
+// on loopback. The test plays the application controller: it sends the
+// repo-server the ManifestRequest and app-details query the controller and
+// the API server send, and checks what a user of the Argo CD UI would see.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	repoapi "github.com/argoproj/argo-cd/v3/reposerver/apiclient"
+	utiltls "github.com/argoproj/argo-cd/v3/util/tls"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/kptr-dev/kptr/test/fnimage"
+)
+
+// chain is a running repo-server with kptr's sidecar behind it.
+type chain struct {
+	sidecar *server
+	repo    repoapi.RepoServerServiceClient
+	url     string // the Git repository as Applications name it
+	rev     string // its main branch's commit, as the controller resolves it
+	log     *syncBuffer
+}
+
+// freePort returns a loopback port nobody listens on right now.
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// daemon starts argv with env (nil: ours) and waits until it accepts
+// connections on 127.0.0.1:port; it is stopped (SIGTERM, then SIGKILL) when
+// the test ends, and its output is logged if the test failed.
+func daemon(t testing.TB, name string, port int, env []string, argv ...string) *syncBuffer {
+	t.Helper()
+	log := &syncBuffer{}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = env
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", name, err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("%s log:\n%s", name, log.String())
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+		if err == nil {
+			c.Close()
+			return log
+		}
+		select {
+		case <-done:
+			t.Fatalf("%s exited:\n%s", name, log.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not listening on %d after 30s:\n%s", name, port, log.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func runIn(t testing.TB, dir string, argv ...string) string {
+	t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=kptr", "GIT_AUTHOR_EMAIL=kptr@example.com",
+		"GIT_COMMITTER_NAME=kptr", "GIT_COMMITTER_EMAIL=kptr@example.com", "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %v\n%s", argv, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// gitServe commits the tree at work (its fake .git replaced by a real one)
+// on branch main and serves it with git daemon; it returns the URL and commit.
+func gitServe(t testing.TB, work string) (repoURL, rev string) {
+	t.Helper()
+	if err := os.RemoveAll(filepath.Join(work, ".git")); err != nil {
+		t.Fatal(err)
+	}
+	runIn(t, work, "git", "init", "-q", "-b", "main")
+	runIn(t, work, "git", "add", "-A")
+	runIn(t, work, "git", "commit", "-q", "-m", "apps")
+	rev = runIn(t, work, "git", "rev-parse", "HEAD")
+	port := freePort(t)
+	daemon(t, "git daemon", port, nil, "git", "daemon", "--reuseaddr", "--listen=127.0.0.1", fmt.Sprintf("--port=%d", port),
+		"--export-all", "--base-path="+filepath.Dir(work), filepath.Dir(work))
+	return fmt.Sprintf("git://127.0.0.1:%d/%s", port, filepath.Base(work)), rev
+}
+
+// startChain starts Redis, the Git server, the sidecar (startServer) and
+// argocd-repo-server pointed at the sidecar's socket directory.
+func startChain(t testing.TB, f *fns, work string, operatorEnv map[string]string) *chain {
+	t.Helper()
+	repoURL, rev := gitServe(t, work)
+	redisPort := freePort(t)
+	daemon(t, "redis-server", redisPort, nil, "redis-server", "--bind", "127.0.0.1", "--port", strconv.Itoa(redisPort),
+		"--save", "", "--appendonly", "no", "--protected-mode", "yes")
+	s := startServer(t, operatorEnv)
+	base := t.TempDir()
+	port, metrics := freePort(t), freePort(t)
+	bin := filepath.Join(base, "argocd-repo-server")
+	copyFile(t, argocdBinary(t), bin, 0o755)
+	for _, d := range []string{"tmp", "home"} {
+		os.Mkdir(filepath.Join(base, d), 0o700)
+	}
+	env := []string{
+		"PATH=/usr/local/bin:/usr/bin:/bin",
+		"HOME=" + filepath.Join(base, "home"),
+		"TMPDIR=" + filepath.Join(base, "tmp"), // checkouts: $TMPDIR/_argocd-repo
+		"ARGOCD_PLUGINSOCKFILEPATH=" + filepath.Dir(s.sock),
+		"ARGOCD_GPG_ENABLED=false",
+	}
+	log := daemon(t, "argocd-repo-server", port, env, bin, "--address", "127.0.0.1", "--port", strconv.Itoa(port),
+		"--metrics-address", "127.0.0.1", "--metrics-port", strconv.Itoa(metrics),
+		"--redis", fmt.Sprintf("127.0.0.1:%d", redisPort), "--disable-tls", "--logformat", "text", "--loglevel", "info")
+	// The controller's connection: its 60 s default timeout, its retries.
+	conn, err := repoapi.NewConnection(fmt.Sprintf("127.0.0.1:%d", port), 60, &utiltls.Configuration{DisableTLS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return &chain{sidecar: s, repo: repoapi.NewRepoServerServiceClient(conn), url: repoURL, rev: rev, log: log}
+}
+
+// source is an Application's spec.source; plugin nil leaves the choice to
+// discovery, as an Application without a plugin section does.
+func (c *chain) source(path string, plugin *v1alpha1.ApplicationSourcePlugin) *v1alpha1.ApplicationSource {
+	return &v1alpha1.ApplicationSource{RepoURL: c.url, Path: path, TargetRevision: "main", Plugin: plugin}
+}
+
+// request is the ManifestRequest the application controller sends
+// (controller/state.go) for Application app in the control-plane namespace.
+func (c *chain) request(app string, src *v1alpha1.ApplicationSource) *repoapi.ManifestRequest {
+	return &repoapi.ManifestRequest{
+		Repo:               &v1alpha1.Repository{Repo: c.url},
+		Revision:           c.rev,
+		AppLabelKey:        "app.kubernetes.io/instance",
+		AppName:            app,
+		Namespace:          "ns-" + app,
+		ApplicationSource:  src,
+		KustomizeOptions:   &v1alpha1.KustomizeOptions{},
+		KubeVersion:        "1.34.0",
+		ApiVersions:        []string{"v1", "apps/v1"},
+		TrackingMethod:     "annotation",
+		HelmOptions:        &v1alpha1.HelmOptions{},
+		ProjectName:        "default",
+		ProjectSourceRepos: []string{"*"},
+	}
+}
+
+func (c *chain) generate(ctx context.Context, q *repoapi.ManifestRequest) (*repoapi.ManifestResponse, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
+		defer cancel()
+	}
+	return c.repo.GenerateManifest(ctx, q)
+}
+
+func kptPlugin(params ...v1alpha1.ApplicationSourcePluginParameter) *v1alpha1.ApplicationSourcePlugin {
+	return &v1alpha1.ApplicationSourcePlugin{Name: "kpt-v1", Parameters: params}
+}
+
+func stringParam(name, value string) v1alpha1.ApplicationSourcePluginParameter {
+	return v1alpha1.ApplicationSourcePluginParameter{Name: name, String_: &value}
+}
+
+// chainRepository is repository() plus the apps only the chain test uses.
+func chainRepository(t testing.TB, f *fns, slow string) string {
+	work := filepath.Join(t.TempDir(), "apps")
+	if err := os.Rename(repository(t, f), work); err != nil {
+		t.Fatal(err)
+	}
+	write(t, work, map[string]string{
+		// A function that fails after another printed resources: nothing
+		// that reached kptr's stdout may reach the message.
+		"apps/leaky/Kptfile": `apiVersion: kpt.dev/v1
+kind: Kptfile
+metadata:
+  name: leaky
+pipeline:
+  mutators:
+  - image: ` + f.labels + `
+    configMap:
+      canary: stdout-canary-3f9a
+  - image: ` + f.fx + `
+    configMap:
+      op: crash
+      code: "3"
+      message: "quota exceeded for namespace payments"
+`,
+		"apps/leaky/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: stdout-canary-3f9a\ndata:\n  secret: stdout-canary-3f9a\n",
+		"apps/slow/Kptfile":  "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: slow\npipeline:\n  mutators:\n  - image: " + slow + "\n",
+		"apps/slow/cm.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n",
+	})
+	return work
+}
+
+func TestArgoCDRepoServerChain(t *testing.T) {
+	f := pushFunctions(t)
+	slow := f.reg.Addr + "/fn/sleep:v1"
+	fnimage.Push(t, fnimage.Build(t, "", fnimage.WithEntrypoint("/bin/sleep", "271")), slow)
+	t.Cleanup(killSleepers)
+	c := startChain(t, f, chainRepository(t, f, slow), map[string]string{"KPTR_ALLOWED_IMAGES": f.allowed})
+	ctx := context.Background()
+
+	// First, on the cold image cache: eight Applications at once.
+	t.Run("eight applications on a cold cache", func(t *testing.T) {
+		digests := blobs(t, f.labelsImg, f.annotsImg)
+		before := map[string]int{}
+		for _, d := range digests {
+			before[d] = f.reg.BlobGets(d)
+		}
+		const n = 8
+		resps := make([]*repoapi.ManifestResponse, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				resps[i], errs[i] = c.generate(ctx, c.request(fmt.Sprintf("echo-%d", i), c.source("apps/echo", nil)))
+			}()
+		}
+		t0 := time.Now()
+		close(start)
+		wg.Wait()
+		t.Logf("%d cold renders through the repo-server in %s", n, time.Since(t0).Round(time.Millisecond))
+		for i := range n {
+			if errs[i] != nil {
+				t.Errorf("application %d: %v", i, errs[i])
+				continue
+			}
+			assertManifests(t, resps[i].Manifests, expected(nil))
+		}
+		for _, d := range digests {
+			if got := f.reg.BlobGets(d) - before[d]; got != 1 {
+				t.Errorf("blob %s fetched %d times by %d concurrent Applications, want 1", d, got, n)
+			}
+		}
+		if got := c.sidecar.calls("generate"); got != n {
+			t.Errorf("kptr generate ran %d times for %d Applications", got, n)
+		}
+	})
+
+	t.Run("discovery", func(t *testing.T) {
+		r, err := c.generate(ctx, c.request("discovered", c.source("apps/echo", nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.SourceType != "Plugin" {
+			t.Errorf("apps/echo (Kptfile) rendered as %q, want Plugin", r.SourceType)
+		}
+		assertManifests(t, r.Manifests, expected(nil))
+		calls := c.sidecar.calls("generate")
+		r, err = c.generate(ctx, c.request("plain", c.source("apps/plain", nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.SourceType != "Directory" || len(r.Manifests) != 1 || !strings.Contains(r.Manifests[0], `"plain"`) {
+			t.Errorf("apps/plain (no Kptfile) = %s %v, want the Directory source type with its Deployment", r.SourceType, r.Manifests)
+		}
+		if got := c.sidecar.calls("generate"); got != calls {
+			t.Errorf("kptr generate ran for a path without a Kptfile")
+		}
+	})
+
+	t.Run("manifests, parameter and metadata", func(t *testing.T) {
+		r, err := c.generate(ctx, c.request("echo", c.source("apps/echo", kptPlugin(stringParam("annotation-domain", "kptr.dev")))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertManifests(t, r.Manifests, expected(map[string]string{
+			"kptr.dev/app-name":        "echo",
+			"kptr.dev/revision":        c.rev,
+			"kptr.dev/repo-url":        c.url,
+			"kptr.dev/target-revision": "main",
+			"kptr.dev/source-path":     "apps/echo",
+		}))
+		if r.Revision != c.rev {
+			t.Errorf("revision %q, want %q", r.Revision, c.rev)
+		}
+	})
+
+	t.Run("second identical request from the repo-server's cache", func(t *testing.T) {
+		q := c.request("cached", c.source("apps/echo", kptPlugin()))
+		if _, err := c.generate(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+		calls := c.sidecar.calls("generate")
+		r, err := c.generate(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertManifests(t, r.Manifests, expected(nil))
+		if got := c.sidecar.calls("generate"); got != calls {
+			t.Errorf("kptr generate ran again (%d times) for an identical request", got-calls)
+		}
+	})
+
+	t.Run("a failing function as the UI shows it", func(t *testing.T) {
+		for _, app := range []string{"failing", "leaky"} {
+			r, err := c.generate(ctx, c.request(app, c.source("apps/"+app, nil)))
+			if err == nil {
+				t.Fatalf("%s: no error; manifests %v", app, r.Manifests)
+			}
+			msg := status.Convert(err).Message()
+			t.Logf("%s: the UI shows: failed to generate manifest for source 1 of 1: %s", app, err)
+			want := map[string][]string{
+				"failing": {"policy check failed: Deployment echoserver must set resources.limits", "kptr-fx:v1", "exit code 1"},
+				"leaky":   {"quota exceeded for namespace payments", "kptr-fx:v1", "exit code 3"},
+			}[app]
+			for _, w := range want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("%s: message %q does not contain %q", app, msg, w)
+				}
+			}
+			for _, leak := range []string{"stdout-canary", "_cmp_server", "apiVersion"} {
+				if strings.Contains(msg, leak) {
+					t.Errorf("%s: message leaks %q: %q", app, leak, msg)
+				}
+			}
+		}
+	})
+
+	t.Run("a function over the fn-timeout parameter", func(t *testing.T) {
+		t0 := time.Now()
+		_, err := c.generate(ctx, c.request("slow-param", c.source("apps/slow", kptPlugin(stringParam("fn-timeout", "2s")))))
+		if err == nil {
+			t.Fatal("a function past its time limit rendered")
+		}
+		msg := status.Convert(err).Message()
+		t.Logf("after %s the UI shows: %s", time.Since(t0).Round(time.Millisecond), msg)
+		for _, w := range []string{"sleep:v1", "2s"} {
+			if !strings.Contains(msg, w) {
+				t.Errorf("message %q does not contain %q", msg, w)
+			}
+		}
+		waitNoSleepers(t)
+	})
+
+	t.Run("a function over Argo CD's deadline", func(t *testing.T) {
+		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		t0 := time.Now()
+		_, err := c.generate(dctx, c.request("slow", c.source("apps/slow", nil)))
+		if status.Code(err) != codes.DeadlineExceeded {
+			t.Fatalf("render past the controller's deadline: %v, want DeadlineExceeded", err)
+		}
+		t.Logf("after %s the controller has: %v", time.Since(t0).Round(time.Millisecond), err)
+		waitNoSleepers(t)
+		// The repo-server logged why, with kptr's message.
+		if !strings.Contains(c.log.String(), "kptr generate") {
+			t.Logf("repo-server log has no kptr message for the killed render")
+		}
+	})
+
+	t.Run("function announcement", func(t *testing.T) {
+		ann := c.appDetails(t, "echo", c.source("apps/echo", kptPlugin()))
+		fnsAnn := ann["functions"]
+		if fnsAnn == nil {
+			t.Fatalf("no functions announcement in %v", ann)
+		}
+		want := []string{
+			f.annots + "@" + digestOf(t, f.annotsImg),
+			f.labels + "@" + digestOf(t, f.labelsImg),
+		}
+		if strings.Join(fnsAnn.Array, "\n") != strings.Join(want, "\n") {
+			t.Errorf("announced functions %q, want %q", fnsAnn.Array, want)
+		}
+		for _, static := range []string{"annotation-domain", "fn-timeout"} {
+			if ann[static] == nil {
+				t.Errorf("static parameter %s not announced", static)
+			}
+		}
+		// An image the cache does not hold (never rendered) is announced as such.
+		ann = c.appDetails(t, "slow", c.source("apps/leaky", nil))
+		if got := ann["functions"]; got == nil || len(got.Array) != 2 || !strings.HasPrefix(got.Array[0], f.fx+" (not cached") {
+			t.Errorf("apps/leaky announced %v", got)
+		}
+	})
+}
+
+// appDetails is the API server's app-details query (the UI's parameters
+// tab), keyed by announced parameter name.
+func (c *chain) appDetails(t *testing.T, app string, src *v1alpha1.ApplicationSource) map[string]*repoapi.ParameterAnnouncement {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := c.repo.GetAppDetails(ctx, &repoapi.RepoServerAppDetailsQuery{
+		Repo: &v1alpha1.Repository{Repo: c.url}, Source: src, AppName: app,
+		KustomizeOptions: &v1alpha1.KustomizeOptions{}, HelmOptions: &v1alpha1.HelmOptions{}, TrackingMethod: "annotation",
+	})
+	if err != nil {
+		t.Fatalf("GetAppDetails %s: %v", src.Path, err)
+	}
+	if r.Type != "Plugin" || r.Plugin == nil {
+		t.Fatalf("GetAppDetails %s: type %q, plugin %v", src.Path, r.Type, r.Plugin)
+	}
+	out := map[string]*repoapi.ParameterAnnouncement{}
+	for _, p := range r.Plugin.ParametersAnnouncement {
+		out[p.Name] = p
+	}
+	return out
+}
+
+func digestOf(t testing.TB, img v1.Image) string {
+	t.Helper()
+	d, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.String()
+}
+
+func waitNoSleepers(t testing.TB) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for len(sleepers()) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("function processes left behind: %v", sleepers())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// killSleepers ends what waitNoSleepers found left behind, so that a failed
+// check does not leave processes on the machine.
+func killSleepers() {
+	for _, pid := range sleepers() {
+		if n, err := strconv.Atoi(pid); err == nil {
+			syscall.Kill(n, syscall.SIGKILL) // pid 1 of its namespace: only SIGKILL reaches it
+		}
+	}
+}
+
+// throttle is a loopback reverse proxy in front of a registry that serves
+// blob bodies at rate bytes per second: a slow registry for a large image.
+func throttle(t testing.TB, registryAddr string, rate int) string {
+	t.Helper()
+	target, _ := url.Parse("http://" + registryAddr)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.ModifyResponse = func(r *http.Response) error {
+		if r.Request.Method == http.MethodGet && strings.Contains(r.Request.URL.Path, "/blobs/") {
+			r.Body = &slowBody{ReadCloser: r.Body, rate: rate}
+		}
+		return nil
+	}
+	srv := httptest.NewServer(proxy)
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+// slowBody delivers at most rate bytes per second, in 1/10 s slices.
+type slowBody struct {
+	io.ReadCloser
+	rate int
+}
+
+func (b *slowBody) Read(p []byte) (int, error) {
+	if n := b.rate / 10; len(p) > n {
+		p = p[:n]
+	}
+	time.Sleep(100 * time.Millisecond)
+	return b.ReadCloser.Read(p)
+}
+
+// A cold cache, a large image and a slow registry: the first render runs out
+// of time (the operator's KPTR_TIMEOUT, set below Argo CD's deadline as
+// deploy/ sets it) and says the image is being fetched and to retry; the
+// download goes on in the background, detached from the killed render, and
+// a retry renders. The image's blobs are downloaded once.
+func TestArgoCDRepoServerColdLargeImage(t *testing.T) {
+	f := pushFunctions(t)
+	const size = 8 << 20
+	pad := make([]byte, size)
+	rand.New(rand.NewPCG(1, 2)).Read(pad) // incompressible
+	big := fnimage.Build(t, "set-labels", fnimage.WithLayers(fnimage.Layer(t, map[string]string{"pad/big.bin": string(pad)})))
+	fnimage.Push(t, big, f.reg.Addr+"/fn/big:v1")
+	slow := throttle(t, f.reg.Addr, 1<<20) // 1 MiB/s: about 8 s for the image
+	ref := slow + "/fn/big:v1"
+	work := filepath.Join(t.TempDir(), "apps")
+	write(t, work, map[string]string{
+		"big/Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: big\npipeline:\n  mutators:\n  - image: " + ref + "\n    configMap:\n      tier: big\n",
+		"big/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big\n",
+	})
+	c := startChain(t, f, work, map[string]string{"KPTR_ALLOWED_IMAGES": slow + "/fn/*", "KPTR_TIMEOUT": "3s"})
+	ctx := context.Background()
+
+	t0 := time.Now()
+	_, err := c.generate(ctx, c.request("big", c.source("big", nil)))
+	if err == nil {
+		t.Fatal("an 8 MiB image through a 1 MiB/s registry rendered within 3 s")
+	}
+	msg := status.Convert(err).Message()
+	t.Logf("after %s the UI shows: %s", time.Since(t0).Round(time.Millisecond), msg)
+	for _, w := range []string{"timed out after 3s", ref + " is still being fetched in the background", "retry"} {
+		if !strings.Contains(msg, w) {
+			t.Errorf("message %q does not contain %q", msg, w)
+		}
+	}
+	// Argo CD retries (a refresh, the next reconciliation): until the fetch
+	// is done the retry says the same; then it renders.
+	var r *repoapi.ManifestResponse
+	for attempt := 1; ; attempt++ {
+		time.Sleep(2 * time.Second)
+		r, err = c.generate(ctx, c.request("big", c.source("big", nil)))
+		if err == nil {
+			t.Logf("rendered at attempt %d, %s after the first", attempt+1, time.Since(t0).Round(time.Millisecond))
+			break
+		}
+		if !strings.Contains(err.Error(), "is still being fetched") || time.Since(t0) > 90*time.Second {
+			t.Fatalf("retry %d: %v", attempt, err)
+		}
+	}
+	if len(r.Manifests) != 1 || !strings.Contains(r.Manifests[0], `"tier":"big"`) {
+		t.Errorf("manifests %v", r.Manifests)
+	}
+	for _, d := range blobs(t, big) {
+		if n := f.reg.BlobGets(d); n != 1 {
+			t.Errorf("blob %s fetched %d times, want 1", d, n)
+		}
+	}
+}
