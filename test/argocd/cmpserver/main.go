@@ -2,7 +2,7 @@
 // kptr's end-to-end tests run: started as argocd-repo-server it is the
 // repo-server, as argocd-cmp-server the plugin sidecar's server (argv[0], or
 // ARGOCD_BINARY_NAME, picks one, as in Argo CD's cmd/main.go, whose setup this
-// repeats). Both are Argo CD's own commands, built unchanged from the Argo CD
+// repeats but for the SRV workaround, see main). Both are Argo CD's own commands, built unchanged from the Argo CD
 // Go module; the rest of Argo CD (API server, controllers, CLI, UI) is left out
 // to keep the cold build short.
 //
@@ -22,7 +22,6 @@ import (
 	cmpserver "github.com/argoproj/argo-cd/v3/cmd/argocd-cmp-server/commands"
 	reposerver "github.com/argoproj/argo-cd/v3/cmd/argocd-repo-server/commands"
 	"github.com/argoproj/argo-cd/v3/common"
-	"github.com/argoproj/argo-cd/v3/util/grpc"
 	"github.com/argoproj/argo-cd/v3/util/log"
 )
 
@@ -31,7 +30,10 @@ func init() {
 }
 
 func main() {
-	grpc.DisableSRVLookups()
+	// Argo CD's cmd/main.go first calls grpc.DisableSRVLookups, which checks a
+	// grpc-go internal that this module's grpc version no longer has (it
+	// panics); SRV lookups are off by default there, and the tests dial
+	// loopback addresses and unix sockets only.
 	name := filepath.Base(os.Args[0])
 	if v := os.Getenv("ARGOCD_BINARY_NAME"); v != "" {
 		name = v
