@@ -120,13 +120,15 @@ endif
 ARGOCD_DIR := test/argocd/cmpserver
 ARGOCD_VERSION := $(shell sed -n 's,^\tgithub.com/argoproj/argo-cd/v3 \(v[^ ]*\)$$,\1,p' $(ARGOCD_DIR)/go.mod)
 ARGOCD_GOENV := GOEXPERIMENT=jsonv2 GOTOOLCHAIN=local
-ARGOCD_KEY = $(shell cat $(ARGOCD_DIR)/go.mod $(ARGOCD_DIR)/go.sum $(ARGOCD_DIR)/main.go test/argocd/argocd-src.sh | sha256sum | cut -c1-16)
+ARGOCD_LAYOUT = $(shell cat test/argocd/argocd-src.sh test/argocd/go126.py | sha256sum | cut -c1-16)
+ARGOCD_KEY = $(shell cat $(ARGOCD_DIR)/go.mod $(ARGOCD_DIR)/go.sum $(ARGOCD_DIR)/main.go test/argocd/argocd-src.sh test/argocd/go126.py | sha256sum | cut -c1-16)
 ARGOCD_BIN = $(HOME)/.cache/kptr-test/argocd-$(ARGOCD_VERSION)-$(ARGOCD_KEY)
 ARGOCD_TEST_ENV = KPTR_BIN=$(CURDIR)/$(BIN) ARGOCD_BIN=$(ARGOCD_BIN) $(ARGOCD_GOENV)
 
 argocd-src: ## lay out Argo CD's Go module for Go 1.26 in test/argocd/cmpserver/.argo-cd
-	@test -f $(ARGOCD_DIR)/.argo-cd/VERSION && grep -qx '$(patsubst v%,%,$(ARGOCD_VERSION))' $(ARGOCD_DIR)/.argo-cd/VERSION || \
-	  test/argocd/argocd-src.sh $(ARGOCD_VERSION) $(ARGOCD_DIR)/.argo-cd
+	@grep -qx '$(ARGOCD_VERSION) $(ARGOCD_LAYOUT)' $(ARGOCD_DIR)/.argo-cd/.kptr-layout 2>/dev/null || { \
+	  test/argocd/argocd-src.sh $(ARGOCD_VERSION) $(ARGOCD_DIR)/.argo-cd && \
+	  echo '$(ARGOCD_VERSION) $(ARGOCD_LAYOUT)' > $(ARGOCD_DIR)/.argo-cd/.kptr-layout; }
 
 argocd: argocd-src ## build (or reuse) Argo CD's multi-call binary (argocd-repo-server, argocd-cmp-server) for the end-to-end tests
 	@test -x $(ARGOCD_BIN) || { mkdir -p $(dir $(ARGOCD_BIN)) && cd $(ARGOCD_DIR) && \

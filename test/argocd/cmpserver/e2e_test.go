@@ -73,7 +73,7 @@ func argocdBinary(t testing.TB) string {
 	}
 	argocdOnce.Do(func() {
 		h := sha256.New()
-		for _, f := range []string{"go.mod", "go.sum", "main.go", "../argocd-src.sh"} {
+		for _, f := range []string{"go.mod", "go.sum", "main.go", "../argocd-src.sh", "../go126.py"} {
 			b, err := os.ReadFile(f)
 			if err != nil {
 				argocdErr = err
