@@ -6,7 +6,7 @@ LDFLAGS := -X main.version=$(VERSION)
 BIN := bin/kptr
 export CGO_ENABLED := 1
 
-.PHONY: help build build-seccomp test test-unit test-unpriv test-seccomp bench-runtime bench bench-cache bench-pipeline demo image argocd-cmp-server test-argocd bench-argocd clean
+.PHONY: help build build-seccomp test test-unit test-unpriv test-seccomp bench-runtime bench bench-cache bench-pipeline demo image argocd-src argocd test-argocd bench-argocd clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -123,25 +123,37 @@ ifneq ($(PREWARM),)
 endif
 	$(GO) run ./deploy/image --kptr bin/kptr-static --out $(IMAGE_OUT) --tag $(IMAGE_TAG) $(if $(PREWARM),--prewarm out/prewarm)
 
-# Argo CD's plugin server, built from its own Go module once and cached by the
-# hash of that module's go.mod, go.sum and main.go (a cold build takes minutes).
-# Same build settings as `go test` there, so the test binary reuses the
-# compiled Argo CD packages instead of compiling them a second time.
-CMPSERVER_DIR := test/argocd/cmpserver
-CMPSERVER_KEY = $(shell cat $(CMPSERVER_DIR)/go.mod $(CMPSERVER_DIR)/go.sum $(CMPSERVER_DIR)/main.go | sha256sum | cut -c1-16)
-ARGOCD_CMP_SERVER = $(HOME)/.cache/kptr-test/argocd-cmp-server-$(CMPSERVER_KEY)
+# Argo CD's multi-call binary (argocd-repo-server and argocd-cmp-server), built
+# from its own Go module (test/argocd/cmpserver) once per Argo CD version and
+# content of that module, cached under ~/.cache/kptr-test (a cold build takes
+# many minutes). Argo CD v3.6 declares Go 1.27 for encoding/json/v2, which Go
+# 1.26 has under GOEXPERIMENT=jsonv2: test/argocd/argocd-src.sh lays the
+# module out for Go 1.26 (see there). Same build settings as `go test` there,
+# so the test binary reuses the compiled Argo CD packages.
+ARGOCD_DIR := test/argocd/cmpserver
+ARGOCD_VERSION := $(shell sed -n 's,^\tgithub.com/argoproj/argo-cd/v3 \(v[^ ]*\)$$,\1,p' $(ARGOCD_DIR)/go.mod)
+ARGOCD_GOENV := GOEXPERIMENT=jsonv2 GOTOOLCHAIN=local
+ARGOCD_LAYOUT = $(shell cat test/argocd/argocd-src.sh test/argocd/go126.py | sha256sum | cut -c1-16)
+ARGOCD_KEY = $(shell cat $(ARGOCD_DIR)/go.mod $(ARGOCD_DIR)/go.sum $(ARGOCD_DIR)/main.go test/argocd/argocd-src.sh test/argocd/go126.py | sha256sum | cut -c1-16)
+ARGOCD_BIN = $(HOME)/.cache/kptr-test/argocd-$(ARGOCD_VERSION)-$(ARGOCD_KEY)
+ARGOCD_TEST_ENV = KPTR_BIN=$(CURDIR)/$(BIN) ARGOCD_BIN=$(ARGOCD_BIN) $(ARGOCD_GOENV)
 
-argocd-cmp-server: ## build (or reuse) Argo CD's argocd-cmp-server for the end-to-end test
-	@test -x $(ARGOCD_CMP_SERVER) || { mkdir -p $(dir $(ARGOCD_CMP_SERVER)) && cd $(CMPSERVER_DIR) && \
-	  nice $(GO) build -ldflags '-s -w' -o $(ARGOCD_CMP_SERVER).tmp . && \
-	  mv $(ARGOCD_CMP_SERVER).tmp $(ARGOCD_CMP_SERVER); }
-	@echo "argocd-cmp-server: $(ARGOCD_CMP_SERVER)"
+argocd-src: ## lay out Argo CD's Go module for Go 1.26 in test/argocd/cmpserver/.argo-cd
+	@grep -qx '$(ARGOCD_VERSION) $(ARGOCD_LAYOUT)' $(ARGOCD_DIR)/.argo-cd/.kptr-layout 2>/dev/null || { \
+	  test/argocd/argocd-src.sh $(ARGOCD_VERSION) $(ARGOCD_DIR)/.argo-cd && \
+	  echo '$(ARGOCD_VERSION) $(ARGOCD_LAYOUT)' > $(ARGOCD_DIR)/.argo-cd/.kptr-layout; }
 
-test-argocd: build argocd-cmp-server $(TESTSUM) ## end-to-end: kptr generate through a real argocd-cmp-server as uid 999 without capabilities
-	@set -o pipefail; cd $(CMPSERVER_DIR) && KPTR_BIN=$(CURDIR)/$(BIN) ARGOCD_CMP_SERVER=$(ARGOCD_CMP_SERVER) $(GO) test -json -count=1 -timeout 10m ./... | $(TESTSUM) -suite "Argo CD end-to-end"
+argocd: argocd-src ## build (or reuse) Argo CD's multi-call binary (argocd-repo-server, argocd-cmp-server) for the end-to-end tests
+	@test -x $(ARGOCD_BIN) || { mkdir -p $(dir $(ARGOCD_BIN)) && cd $(ARGOCD_DIR) && \
+	  $(ARGOCD_GOENV) nice -n 10 $(GO) build -ldflags '-s -w' -o $(ARGOCD_BIN).tmp . && \
+	  mv $(ARGOCD_BIN).tmp $(ARGOCD_BIN); }
+	@echo "argocd $(ARGOCD_VERSION): $(ARGOCD_BIN)"
 
-bench-argocd: build argocd-cmp-server ## Argo CD render latency through argocd-cmp-server, warm and cold cache
-	cd $(CMPSERVER_DIR) && KPTR_BIN=$(CURDIR)/$(BIN) ARGOCD_CMP_SERVER=$(ARGOCD_CMP_SERVER) $(GO) test -run '^$$' -bench . -benchtime 20x ./...
+test-argocd: build argocd $(TESTSUM) ## end-to-end: kptr through the real argocd-repo-server and argocd-cmp-server (uid 999, no capabilities), and through argocd-cmp-server alone
+	@set -o pipefail; cd $(ARGOCD_DIR) && $(ARGOCD_TEST_ENV) $(GO) test -json -count=1 -timeout 15m ./... | $(TESTSUM) -suite "Argo CD end-to-end"
+
+bench-argocd: build argocd ## Argo CD render latency through argocd-cmp-server, warm and cold cache
+	cd $(ARGOCD_DIR) && $(ARGOCD_TEST_ENV) $(GO) test -run '^$$' -bench . -benchtime 20x ./...
 
 clean:
 	rm -rf bin out

@@ -1,6 +1,7 @@
 // Package deploy holds kptr's Argo CD manifests (kustomize component,
 // variants, Helm values, examples); this test builds them with kustomize's Go
-// API against Argo CD's stock repo-server Deployment and checks the result.
+// API against Argo CD's own manifests/install.yaml of the release the
+// examples pin (argoCDVersion) and checks the result.
 package deploy
 
 import (
@@ -19,7 +20,16 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
-// build runs kustomize on an overlay of the stock Argo CD repo-server with
+// argoCDVersion is the Argo CD release deploy/ is written and tested against:
+// deploy/examples/install installs it, testdata/argocd-<version> holds its
+// manifests/install.yaml.
+const argoCDVersion = "v3.6.1"
+
+// stockBase is the kustomization of Argo CD's install.yaml (every object of a
+// stock install, the repo-server Deployment among them).
+const stockBase = "testdata/argocd-" + argoCDVersion
+
+// build runs kustomize on an overlay of the stock Argo CD install with
 // the given components (paths relative to deploy/).
 func build(t *testing.T, components ...string) map[string]*yaml.RNode {
 	t.Helper()
@@ -38,7 +48,7 @@ func build(t *testing.T, components ...string) map[string]*yaml.RNode {
 		}
 		return r
 	}
-	k.WriteString("- " + rel("testdata/argocd-base") + "\ncomponents:\n")
+	k.WriteString("- " + rel(stockBase) + "\ncomponents:\n")
 	for _, c := range components {
 		k.WriteString("- " + rel(c) + "\n")
 	}
@@ -440,10 +450,48 @@ func TestExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	res, _ := inst.Pipe(yaml.Lookup("resources"))
+	wantURL := "https://raw.githubusercontent.com/argoproj/argo-cd/" + argoCDVersion + "/manifests/install.yaml"
+	if res == nil || len(res.Content()) != 1 || res.Content()[0].Value != wantURL {
+		t.Errorf("install example resources = %v, want [%s] (the release %s checks)", res.MustString(), wantURL, stockBase)
+	}
 	comps, _ := inst.Pipe(yaml.Lookup("components"))
 	for _, c := range comps.Content() {
 		if _, err := os.Stat(filepath.Join("examples/install", c.Value, "kustomization.yaml")); err != nil {
 			t.Errorf("install example: %v", err)
+		}
+	}
+}
+
+// The copy in testdata is the release's own install.yaml: compared with the
+// Argo CD Go module when the module cache holds it (`make argocd` puts it
+// there); skipped otherwise, since this module does not depend on Argo CD.
+func TestStockInstallIsTheRelease(t *testing.T) {
+	out, err := exec.Command("go", "env", "GOMODCACHE").Output()
+	if err != nil {
+		t.Skipf("go env GOMODCACHE: %v", err)
+	}
+	mod := filepath.Join(strings.TrimSpace(string(out)), "github.com/argoproj/argo-cd/v3@"+argoCDVersion, "manifests/install.yaml")
+	want, err := os.ReadFile(mod)
+	if err != nil {
+		t.Skipf("Argo CD %s is not in the module cache: %v", argoCDVersion, err)
+	}
+	got, err := os.ReadFile(filepath.Join(stockBase, "install.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s/install.yaml differs from %s", stockBase, mod)
+	}
+	// The stock repo-server as operators run it: what the component's patch
+	// must leave alone and build on.
+	spec := podSpec(t, build(t))
+	if c := named(spec["containers"], "argocd-repo-server"); c == nil {
+		t.Fatalf("%s has no argocd-repo-server container", stockBase)
+	}
+	for _, v := range []string{"var-files", "plugins"} {
+		if named(spec["volumes"], v) == nil {
+			t.Errorf("the stock repo-server has no %s volume, which the sidecar mounts", v)
 		}
 	}
 }

@@ -71,6 +71,7 @@ Exit codes: 0 ok, 1 a function or validation failed, 2 usage or input error,
 		g.cacheCmd(),
 		g.prewarmCmd(),
 		g.generateCmd(),
+		g.parametersCmd(),
 		g.doctorCmd(),
 		g.versionCmd(),
 	)

@@ -1,11 +1,12 @@
-// End-to-end test of kptr as an Argo CD config-management plugin: the real
-// argocd-cmp-server (built from this module's main.go) runs the repository's
+// End-to-end test of kptr as an Argo CD config-management plugin, the fast
+// path: the real argocd-cmp-server (built from this module's main.go) runs the repository's
 // plugin.yaml as uid 999 without capabilities, and the test plays the
 // repo-server: it streams a repository over the plugin's unix socket with
 // Argo CD's own client and stream code and checks what comes back.
 //
-// Run with `make test-argocd` (builds bin/kptr and the cached cmp-server);
-// KPTR_BIN and ARGOCD_CMP_SERVER override the binaries.
+// Run with `make test-argocd` (builds bin/kptr and the cached Argo CD
+// binary); KPTR_BIN and ARGOCD_BIN override the binaries. chain_test.go runs
+// the real repo-server in front of it.
 package main
 
 import (
@@ -20,7 +21,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -57,55 +57,62 @@ func kptrBinary(t testing.TB) string {
 }
 
 var (
-	cmpOnce sync.Once
-	cmpPath string
-	cmpErr  error
+	argocdOnce sync.Once
+	argocdPath string
+	argocdErr  error
 )
 
-// cmpServerBinary returns argocd-cmp-server, built once per content of this
-// module (go.mod, go.sum, main.go) into ~/.cache/kptr-test, the key `make
-// argocd-cmp-server` uses too.
-func cmpServerBinary(t testing.TB) string {
-	if p := os.Getenv("ARGOCD_CMP_SERVER"); p != "" {
+// argocdBinary returns Argo CD's multi-call binary (main.go: argv[0]
+// argocd-repo-server or argocd-cmp-server), ARGOCD_BIN or built once per
+// Argo CD version and content of this module into ~/.cache/kptr-test, the
+// path `make argocd` builds. Building needs GOEXPERIMENT=jsonv2 and
+// ../argocd-src.sh's layout (`make argocd-src`), as compiling this test does.
+func argocdBinary(t testing.TB) string {
+	if p := os.Getenv("ARGOCD_BIN"); p != "" {
 		return p
 	}
-	cmpOnce.Do(func() {
+	argocdOnce.Do(func() {
 		h := sha256.New()
-		for _, f := range []string{"go.mod", "go.sum", "main.go"} {
+		for _, f := range []string{"go.mod", "go.sum", "main.go", "../argocd-src.sh", "../go126.py"} {
 			b, err := os.ReadFile(f)
 			if err != nil {
-				cmpErr = err
+				argocdErr = err
 				return
 			}
 			h.Write(b)
 		}
+		version := ""
+		if b, err := os.ReadFile(".argo-cd/VERSION"); err == nil {
+			version = "v" + strings.TrimSpace(string(b))
+		}
 		home, _ := os.UserHomeDir()
-		cmpPath = filepath.Join(home, ".cache", "kptr-test", "argocd-cmp-server-"+hex.EncodeToString(h.Sum(nil))[:16])
-		if _, err := os.Stat(cmpPath); err == nil {
+		argocdPath = filepath.Join(home, ".cache", "kptr-test", "argocd-"+version+"-"+hex.EncodeToString(h.Sum(nil))[:16])
+		if _, err := os.Stat(argocdPath); err == nil {
 			return
 		}
-		if err := os.MkdirAll(filepath.Dir(cmpPath), 0o755); err != nil {
-			cmpErr = err
+		if err := os.MkdirAll(filepath.Dir(argocdPath), 0o755); err != nil {
+			argocdErr = err
 			return
 		}
 		// The settings of `go test` itself, so the compiled packages are shared.
-		cmd := exec.Command("go", "build", "-ldflags=-s -w", "-o", cmpPath+".tmp", ".")
+		cmd := exec.Command("go", "build", "-ldflags=-s -w", "-o", argocdPath+".tmp", ".")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			cmpErr = fmt.Errorf("building argocd-cmp-server: %v\n%s", err, out)
+			argocdErr = fmt.Errorf("building Argo CD: %v\n%s", err, out)
 			return
 		}
-		cmpErr = os.Rename(cmpPath+".tmp", cmpPath)
+		argocdErr = os.Rename(argocdPath+".tmp", argocdPath)
 	})
-	if cmpErr != nil {
-		t.Fatal(cmpErr)
+	if argocdErr != nil {
+		t.Fatal(argocdErr)
 	}
-	return cmpPath
+	return argocdPath
 }
 
 // server is one running argocd-cmp-server with kptr as its plugin.
 type server struct {
 	sock   string
 	cache  string
+	tmp    string // the sidecar's /tmp (TMPDIR)
 	client apiclient.ConfigManagementPluginServiceClient
 	log    *syncBuffer
 }
@@ -177,8 +184,13 @@ func startServer(t testing.TB, operatorEnv map[string]string) *server {
 	os.Chmod(base, 0o755)
 	bin := filepath.Join(base, "bin")
 	os.Mkdir(bin, 0o755)
-	copyFile(t, kptrBinary(t), filepath.Join(bin, "kptr"), 0o755)
-	copyFile(t, cmpServerBinary(t), filepath.Join(bin, "argocd-cmp-server"), 0o755)
+	// kptr behind a wrapper that records each invocation's arguments, so
+	// that a test can tell whether Argo CD ran it (server.calls).
+	copyFile(t, kptrBinary(t), filepath.Join(bin, "kptr.real"), 0o755)
+	if err := os.WriteFile(filepath.Join(bin, "kptr"), []byte("#!/bin/bash\necho \"$*\" >> \"$TMPDIR/kptr-calls.log\"\nexec -a kptr \"$0.real\" \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, argocdBinary(t), filepath.Join(bin, "argocd-cmp-server"), 0o755)
 	cfg := filepath.Join(base, "config")
 	os.Mkdir(cfg, 0o755)
 	copyFile(t, filepath.Join(repoRoot, "plugin.yaml"), filepath.Join(cfg, "plugin.yaml"), 0o644)
@@ -187,10 +199,11 @@ func startServer(t testing.TB, operatorEnv map[string]string) *server {
 		cache: mkdir(t, filepath.Join(base, "cache"), 0o700),
 		log:   &syncBuffer{},
 	}
+	s.tmp = mkdir(t, filepath.Join(base, "tmp"), 0o700)
 	env := map[string]string{
 		"PATH":                      bin + ":/usr/local/bin:/usr/bin:/bin",
 		"HOME":                      readOnlyDir(t, filepath.Join(base, "home")), // as in the pod (read-only root filesystem)
-		"TMPDIR":                    mkdir(t, filepath.Join(base, "tmp"), 0o700),
+		"TMPDIR":                    s.tmp,
 		"ARGOCD_PLUGINSOCKFILEPATH": filepath.Dir(s.sock),
 		"KPTR_CACHE_DIR":            s.cache,
 		"KPTR_PROGRESS":             "none",
@@ -253,6 +266,18 @@ func startServer(t testing.TB, operatorEnv map[string]string) *server {
 	t.Cleanup(func() { conn.Close() })
 	s.client = apiclient.NewConfigManagementPluginServiceClient(conn)
 	return s
+}
+
+// calls counts the kptr invocations whose first argument is command.
+func (s *server) calls(command string) int {
+	b, _ := os.ReadFile(filepath.Join(s.tmp, "kptr-calls.log"))
+	n := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		if first, _, _ := strings.Cut(line, " "); first == command {
+			n++
+		}
+	}
+	return n
 }
 
 // checkConfined asserts the server runs as the sidecar does: uid/gid 999, no
@@ -603,7 +628,7 @@ func TestArgoCDPlugin(t *testing.T) {
 		for _, p := range resp.ParameterAnnouncements {
 			names = append(names, p.Name)
 		}
-		if strings.Join(names, ",") != "annotation-domain,fn-timeout" {
+		if strings.Join(names, ",") != "functions,annotation-domain,fn-timeout" {
 			t.Errorf("announced parameters = %v", names)
 		}
 	})
@@ -687,13 +712,7 @@ func TestArgoCDPluginDeadline(t *testing.T) {
 		"apps/slow/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n",
 	})
 	s := startServer(t, map[string]string{"KPTR_ALLOWED_IMAGES": f.allowed})
-	t.Cleanup(func() { // do not leave a leak behind when the check below fails
-		for _, pid := range sleepers() {
-			if n, err := strconv.Atoi(pid); err == nil {
-				syscall.Kill(n, syscall.SIGKILL) // pid 1 of its namespace: only SIGKILL reaches it
-			}
-		}
-	})
+	t.Cleanup(killSleepers) // do not leave a leak behind when the check below fails
 	start := time.Now()
 	got, err := s.generateWithin(4*time.Second, repo, "apps/slow", requestEnv("slow", nil))
 	if err == nil || len(got) != 0 {
@@ -702,17 +721,7 @@ func TestArgoCDPluginDeadline(t *testing.T) {
 	t.Logf("after %s: %v", time.Since(start).Round(time.Millisecond), err)
 	// Argo CD sends SIGTERM at the deadline and SIGKILL 5 s later; kptr must
 	// have taken its sandboxed function down with it either way.
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		left := sleepers()
-		if len(left) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("function processes left behind after the deadline: %v", left)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	waitNoSleepers(t)
 	if _, err := s.generate(repo, "apps/echo", requestEnv("echo", nil)); err != nil {
 		t.Fatalf("render after a killed one: %v", err)
 	}
