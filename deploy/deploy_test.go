@@ -254,6 +254,78 @@ func TestSecurityVariants(t *testing.T) {
 	}
 }
 
+// The security-profiles-operator variant ships the seccomp-localhost
+// variant's profiles as SPO objects: their rules are those of the files
+// (which stay the source), and the kptr container references them by the
+// names SPO installs them under.
+func TestSecurityProfilesOperatorVariant(t *testing.T) {
+	objs := build(t, "component", "variants/security-profiles-operator")
+	const profiles = "variants/seccomp-localhost/profiles/"
+
+	sp := objs["SeccompProfile/kptr-sandbox"]
+	if sp == nil {
+		t.Fatalf("no SeccompProfile kptr-sandbox in %v", keys(objs))
+	}
+	if sp.GetApiVersion() != "security-profiles-operator.x-k8s.io/v1beta1" || sp.GetNamespace() != "argocd" {
+		t.Errorf("SeccompProfile is %s in namespace %q", sp.GetApiVersion(), sp.GetNamespace())
+	}
+	spMap, err := sp.Map()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(profiles + "kptr-sandbox.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want map[string]any
+	if err := yaml.Unmarshal(data, &want); err != nil {
+		t.Fatal(err)
+	}
+	// SeccompProfileSpec has no comment field: the JSON's comments are
+	// YAML comments in the object; every rule is compared.
+	for _, s := range want["syscalls"].([]any) {
+		delete(s.(map[string]any), "comment")
+	}
+	if got := spMap["spec"]; !reflect.DeepEqual(normalise(got), normalise(want)) {
+		t.Errorf("SeccompProfile spec differs from %skptr-sandbox.json:\n%v\nwant\n%v", profiles, got, want)
+	}
+
+	aa := objs["AppArmorProfile/kptr-sandbox"]
+	if aa == nil {
+		t.Fatalf("no AppArmorProfile kptr-sandbox in %v", keys(objs))
+	}
+	if aa.GetApiVersion() != "security-profiles-operator.x-k8s.io/v1alpha1" || aa.GetNamespace() != "argocd" {
+		t.Errorf("AppArmorProfile is %s in namespace %q", aa.GetApiVersion(), aa.GetNamespace())
+	}
+	policy, err := aa.GetString("spec.policy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := os.ReadFile(profiles + "kptr-sandbox.apparmor")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if policy != string(text) {
+		t.Errorf("AppArmorProfile spec.policy differs from %skptr-sandbox.apparmor", profiles)
+	}
+
+	// The container names the file SPO writes for a namespaced profile
+	// (operator/<namespace>/<name>.json below the kubelet's seccomp root)
+	// and the AppArmor profile by the name its text declares.
+	sc := kptrContainer(t, podSpec(t, objs))["securityContext"].(map[string]any)
+	wantSeccomp := map[string]any{"type": "Localhost", "localhostProfile": "operator/" + sp.GetNamespace() + "/" + sp.GetName() + ".json"}
+	if !reflect.DeepEqual(sc["seccompProfile"], wantSeccomp) {
+		t.Errorf("seccompProfile = %v, want %v", sc["seccompProfile"], wantSeccomp)
+	}
+	if !reflect.DeepEqual(sc["appArmorProfile"], map[string]any{"type": "Localhost", "localhostProfile": aa.GetName()}) ||
+		!strings.Contains(policy, "\nprofile "+aa.GetName()+" ") {
+		t.Errorf("appArmorProfile = %v, the policy must declare profile %s", sc["appArmorProfile"], aa.GetName())
+	}
+	if sc["runAsUser"] != 999 || sc["allowPrivilegeEscalation"] != false || sc["readOnlyRootFilesystem"] != true {
+		t.Errorf("variant lost the base securityContext: %v", sc)
+	}
+}
+
 func TestPrewarmedVariant(t *testing.T) {
 	spec := podSpec(t, build(t, "component", "variants/prewarmed"))
 	ic := named(spec["initContainers"], "kptr-prewarm")
