@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -286,7 +287,9 @@ func (l *Landlock) run(ctx context.Context, b cache.Bundle, inv Invocation) (Res
 		return Result{}, err
 	}
 	defer sio.close()
-	cmd := exec.Command("/proc/self/exe", landlockLaunchArg)
+	// The launcher checks that kptr is still its parent by pid: kptr may be
+	// pid 1 itself (the entrypoint of `docker run`/`podman run`).
+	cmd := exec.Command("/proc/self/exe", landlockLaunchArg, strconv.Itoa(os.Getpid()))
 	cmd.Env = []string{}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = sio.childIn, sio.childOut, sio.childErr
 	cmd.ExtraFiles = []*os.File{specR, statusW}

@@ -77,8 +77,10 @@ func launcherMain() {
 	}
 	// kptr gone (SIGKILL at Argo CD's deadline): end the run as if timed out.
 	_ = unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGTERM), 0, 0, 0)
-	if os.Getppid() == 1 {
-		os.Exit(125)
+	// kptr passes its pid: it may be pid 1 (a container's entrypoint), so
+	// "reparented to init" is not the test of its death.
+	if len(os.Args) < 3 || os.Args[2] != strconv.Itoa(os.Getppid()) {
+		fail(errors.New("kptr exited before the launcher started"))
 	}
 	cmd := exec.Command("/proc/self/exe", landlockExecArg)
 	cmd.Env = []string{}

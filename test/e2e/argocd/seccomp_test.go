@@ -29,13 +29,20 @@ func asSidecar(t *testing.T, seccompexec, profile, dir string, env []string, arg
 	cmd := exec.Command(full[0], full[1:]...)
 	cmd.Dir = dir
 	cmd.Env = env
+	return runCmd(t, cmd)
+}
+
+// runCmd runs cmd and returns its output and exit code; a command that
+// cannot start fails the test.
+func runCmd(t *testing.T, cmd *exec.Cmd) (stdout, stderr string, code int) {
+	t.Helper()
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	} else if err != nil {
-		t.Fatalf("%v: %v", full, err)
+		t.Fatalf("%v: %v", cmd.Args, err)
 	}
 	return o.String(), e.String(), code
 }

@@ -1,0 +1,178 @@
+package argocd
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// The sidecar image `make image` builds, loaded into Debian's podman (as
+// root, runc) and run as a kubelet runs it from each deploy variant's
+// securityContext: uid/gid 999, every capability dropped, no_new_privs, a
+// read-only root file system, tmpfs /tmp, the cache volume (an emptyDir,
+// here a host directory owned by 999) and the variant's seccomp profile:
+// Unconfined, the seccomp-localhost variant's Localhost profile, and for the
+// stock component's RuntimeDefault both containerd's and CRI-O's default
+// (testdata/runtime-default). kptr is the container's entrypoint (pid 1), the
+// demo package (examples/demo, its images imported into the cache volume)
+// is mounted read-only. kptr doctor must name the tier that runs, and kptr
+// generate must print the same bytes under every variant.
+//
+// Needs root and podman with runc; CI (CI=true) fails without them, a
+// developer's machine skips. The containers.conf is private to the test.
+func TestSidecarImageUnderPodman(t *testing.T) {
+	podman := podmanOrSkip(t)
+	base, err := os.MkdirTemp("", "kptr-podman-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(base)
+	os.Chmod(base, 0o755)
+
+	// runc, not crun (crun refuses this kind of machine's hybrid cgroup
+	// layout), cgroupfs (no systemd), and ulimits below this machine's:
+	// podman's default nofile raise needs CAP_SYS_RESOURCE.
+	var nofile, nproc unix.Rlimit
+	unix.Getrlimit(unix.RLIMIT_NOFILE, &nofile)
+	unix.Getrlimit(unix.RLIMIT_NPROC, &nproc)
+	nofile.Cur, nproc.Cur = min(nofile.Cur, nofile.Max, 4096), min(nproc.Cur, nproc.Max, 4096)
+	conf := filepath.Join(base, "containers.conf")
+	os.WriteFile(conf, fmt.Appendf(nil, "[containers]\ndefault_ulimits = [\"nofile=%d:%d\", \"nproc=%d:%d\"]\n"+
+		"[engine]\nruntime = \"runc\"\ncgroup_manager = \"cgroupfs\"\nevents_logger = \"file\"\n",
+		nofile.Cur, nofile.Cur, nproc.Cur, nproc.Cur), 0o644)
+	run := func(args ...string) (string, string, int) {
+		t.Helper()
+		cmd := exec.Command(podman, args...)
+		cmd.Env = append(os.Environ(), "CONTAINERS_CONF="+conf)
+		return runCmd(t, cmd)
+	}
+
+	ref := fmt.Sprintf("localhost/kptr-e2e:podman-%d", os.Getpid())
+	out := filepath.Join(base, "image")
+	goCmd(t, nil, "run", "./deploy/image", "--kptr", staticKptr(t), "--out", out, "--tag", ref)
+	if _, errs, code := run("load", "-i", filepath.Join(out, "kptr.tar")); code != 0 {
+		t.Fatalf("podman load: exit %d: %s", code, errs)
+	}
+	defer run("rmi", "-f", ref)
+
+	images := filepath.Join(base, "images")
+	goCmd(t, nil, "run", "./examples/build-images", "-out", images)
+	chmodTree(t, images)
+	cache := ownedDir(t, filepath.Join(base, "cache"))
+	profiles := filepath.Join(root, "test/e2e/argocd/testdata/runtime-default")
+	localhost := filepath.Join(root, "deploy/variants/seccomp-localhost/profiles/kptr-sandbox.json")
+
+	// The kubelet's translation of the component's securityContext
+	// (checked against deploy/ below), the cache emptyDir and the package.
+	sidecar := func(seccomp string, extra ...string) []string {
+		return append([]string{"run", "--rm", "--user", "999:999", "--cap-drop=all",
+			"--security-opt", "no-new-privileges", "--read-only", "--tmpfs", "/tmp",
+			"--security-opt", "seccomp=" + seccomp,
+			"-v", cache + ":/home/argocd/.cache",
+			"-e", "KPTR_OFFLINE=1", "-e", "KPTR_ALLOWED_IMAGES=gcr.io/kpt-fn/*", "-e", "KPTR_PROGRESS=none"}, extra...)
+	}
+	checkSecurityContext(t, "deploy/component/sidecar.yaml", map[string]string{
+		"runAsUser": "999", "runAsGroup": "999", "readOnlyRootFilesystem": "true",
+		"allowPrivilegeEscalation": "false", "capabilities.drop": "[ALL]", "seccompProfile.type": "RuntimeDefault",
+	})
+	checkSecurityContext(t, "deploy/variants/unconfined/security.yaml", map[string]string{"seccompProfile.type": "Unconfined"})
+	checkSecurityContext(t, "deploy/variants/seccomp-localhost/security.yaml", map[string]string{
+		"seccompProfile.type": "Localhost", "seccompProfile.localhostProfile": "kptr/kptr-sandbox.json",
+	})
+
+	if _, errs, code := run(append(sidecar("unconfined", "-v", images+":/images:ro"), ref, "cache", "import", "/images")...); code != 0 {
+		t.Fatalf("kptr cache import in the image: exit %d: %s", code, errs)
+	}
+
+	var want string
+	for _, tc := range []struct{ name, seccomp, tier string }{
+		{"unconfined", "unconfined", "namespace"},
+		{"seccomp-localhost", localhost, "namespace"},
+		// containerd's default refuses user namespaces.
+		{"component/RuntimeDefault-containerd", filepath.Join(profiles, "containerd-docker-default.json"), "landlock"},
+		// CRI-O's allows them (not sethostname, which kptr does without).
+		{"component/RuntimeDefault-crio", filepath.Join(profiles, "crio-containers-common.json"), "namespace"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errs, code := run(append(sidecar(tc.seccomp), ref, "doctor")...)
+			report := out + errs
+			if code != 0 || !strings.Contains(report, "sandbox: usable") || !regexp.MustCompile(`(?m)^tier: `+tc.tier+`\b`).MatchString(report) {
+				t.Fatalf("kptr doctor: exit %d, want usable, tier %s:\n%s", code, tc.tier, report)
+			}
+			gen, errs, code := run(append(sidecar(tc.seccomp, "-v", filepath.Join(root, "examples/demo")+":/pkg:ro", "-w", "/pkg"), ref, "generate")...)
+			if code != 0 || !strings.Contains(gen, "demo.kptr.dev/rollout: canary") {
+				t.Fatalf("kptr generate: exit %d: %s\n%s", code, errs, gen)
+			}
+			if want == "" {
+				want = gen
+			} else if gen != want {
+				t.Errorf("generate differs from the unconfined variant's:\n%s\nwant\n%s", gen, want)
+			}
+		})
+	}
+}
+
+// podmanOrSkip returns podman's path when it can run containers here (root,
+// podman, runc); otherwise it fails under CI=true and skips elsewhere.
+func podmanOrSkip(t *testing.T) string {
+	t.Helper()
+	podman, err := exec.LookPath("podman")
+	why := ""
+	switch _, rerr := exec.LookPath("runc"); {
+	case err != nil:
+		why = "podman not installed"
+	case rerr != nil:
+		why = "runc not installed"
+	case os.Geteuid() != 0:
+		why = "not root (the test runs podman as root)"
+	}
+	if why == "" {
+		return podman
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s: .ci/run installs podman and runc and runs as root", why)
+	}
+	t.Skip(why)
+	return ""
+}
+
+// checkSecurityContext asserts that the kptr container of the Deployment
+// patch at path (relative to the repository) has these securityContext
+// fields (dotted paths; lists as [a,b]): what the podman flags above mirror.
+func checkSecurityContext(t *testing.T, path string, want map[string]string) {
+	t.Helper()
+	doc, err := yaml.ReadFile(filepath.Join(root, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := doc.Pipe(yaml.Lookup("spec", "template", "spec", "containers", "[name=kptr]", "securityContext"))
+	if err != nil || sc == nil {
+		t.Fatalf("%s: no securityContext for the kptr container: %v", path, err)
+	}
+	for field, value := range want {
+		n, err := sc.Pipe(yaml.Lookup(strings.Split(field, ".")...))
+		if err != nil || n == nil {
+			t.Errorf("%s: securityContext.%s missing", path, field)
+			continue
+		}
+		got := strings.TrimSpace(n.MustString())
+		if n.YNode().Kind == yaml.SequenceNode {
+			var vs []string
+			for _, e := range n.Content() {
+				vs = append(vs, e.Value)
+			}
+			got = "[" + strings.Join(vs, ",") + "]"
+		}
+		if got != value {
+			t.Errorf("%s: securityContext.%s = %s, want %s (the podman flags of TestSidecarImageUnderPodman mirror it)", path, field, got, value)
+		}
+	}
+}
