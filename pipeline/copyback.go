@@ -132,3 +132,110 @@ func equalIgnoringComments(a, b *yaml.Node) bool {
 	}
 	return true
 }
+
+// copyBackCannotFail reports whether kyaml's CopyComments and SyncOrder
+// certainly succeed on the pair (from, to) (false when unsure). They fail
+// where paired values differ in kind, and, inside lists, where kyaml's
+// walker pairs items by merge key and meets an item that is not a mapping
+// (a scalar, a list or a null among a Deployment's containers fails even a
+// resource paired with itself; TestCopyBackCannotFailHoldsForKyaml). So: mapping fields are paired by key (the
+// first field of from with the key, as kyaml's Field finds it) and must
+// agree in kind, recursively; a list must be plain (plainList) and have
+// the same content in both, whatever the comments, styles and field order,
+// so that every pairing, by index or by merge key, pairs equal items.
+// copyback_test.go checks kyaml against it over the corpora.
+func copyBackCannotFail(f, t *yaml.Node) bool {
+	if f.Kind != t.Kind {
+		return false
+	}
+	switch f.Kind {
+	case yaml.ScalarNode:
+		return true
+	case yaml.MappingNode:
+		if !scalarKeys(f) || !scalarKeys(t) {
+			return false
+		}
+		for i := 0; i+1 < len(t.Content); i += 2 {
+			if j := fieldIndex(f, t.Content[i].Value); j >= 0 && !copyBackCannotFail(f.Content[j+1], t.Content[i+1]) {
+				return false
+			}
+		}
+		return true
+	case yaml.SequenceNode:
+		return plainList(f) && plainList(t) && sameContent(f, t)
+	}
+	return false // documents inside, aliases
+}
+
+// scalarKeys: m is a complete mapping whose keys are all scalars.
+func scalarKeys(m *yaml.Node) bool {
+	if len(m.Content)%2 != 0 {
+		return false
+	}
+	for i := 0; i < len(m.Content); i += 2 {
+		if m.Content[i].Kind != yaml.ScalarNode {
+			return false
+		}
+	}
+	return true
+}
+
+// plainList: every list in n (n included) holds only mappings, and every
+// mapping has scalar keys. A list of scalars is not plain: where kyaml's
+// schema gives the list a merge key (containers, ports, env), any scalar
+// item fails its walker, and the schema is what copyBackCannotFail avoids.
+func plainList(n *yaml.Node) bool {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		return true
+	case yaml.MappingNode:
+		if !scalarKeys(n) {
+			return false
+		}
+		for i := 1; i < len(n.Content); i += 2 {
+			if !plainList(n.Content[i]) {
+				return false
+			}
+		}
+		return true
+	case yaml.SequenceNode:
+		for _, c := range n.Content {
+			if c.Kind != yaml.MappingNode || !plainList(c) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// sameContent compares kinds and scalar values, mappings by key (no key
+// repeated), lists item by item; comments, styles and tags do not count.
+func sameContent(a, b *yaml.Node) bool {
+	if a.Kind != b.Kind || len(a.Content) != len(b.Content) {
+		return false
+	}
+	switch a.Kind {
+	case yaml.ScalarNode:
+		return a.Value == b.Value
+	case yaml.MappingNode:
+		if hasDupKeys(a) || hasDupKeys(b) {
+			return false
+		}
+		for i := 0; i+1 < len(b.Content); i += 2 {
+			j := fieldIndex(a, b.Content[i].Value)
+			if j < 0 || !sameContent(a.Content[j+1], b.Content[i+1]) {
+				return false
+			}
+		}
+		return true
+	case yaml.SequenceNode:
+		for i := range a.Content {
+			if !sameContent(a.Content[i], b.Content[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}

@@ -156,7 +156,7 @@ func Eval(ctx context.Context, dir string, fn EvalFunction, opts Options, stdin 
 		}
 	}
 	selected := selectInput(input, f.Selectors, f.Exclusions)
-	output, fr, err := r.runFunction(steps[0], nil, selected, fnConfig, selective)
+	output, fr, err := r.runFunction(steps[0], nil, selected, fnConfig, selective, true)
 	if err != nil {
 		r.recordRun(&r.mutationSteps, steps[0], fr, err)
 		if _, ok := err.(*execError); ok {

@@ -19,8 +19,12 @@ import (
 // scalar and its fields already follow the input's order, kyaml's
 // CopyComments and SyncOrder would change nothing, so they are skipped
 // (they deep-copy and reflect over every node, which dominated large renders).
-// The output is read within lim (OutputLimits).
-func runFilter(run func(io.Reader, io.Writer) error, fnConfig *yaml.RNode, input []*yaml.RNode, lim OutputLimits) ([]*yaml.RNode, *yaml.RNode, error) {
+// The output is read within lim (OutputLimits). When the caller discards the
+// output (keep false: a validator's, which kpt runs on deep copies and
+// throws away), the copy-back is only checked for the error kpt would fail
+// the function with (copyBackError): the output's comments and field order
+// are left as the function printed them.
+func runFilter(run func(io.Reader, io.Writer) error, fnConfig *yaml.RNode, input []*yaml.RNode, lim OutputLimits, keep bool) ([]*yaml.RNode, *yaml.RNode, error) {
 	functionDir, err := functionScope(fnConfig)
 	if err != nil {
 		return nil, nil, err
@@ -60,14 +64,12 @@ func runFilter(run func(io.Reader, io.Writer) error, fnConfig *yaml.RNode, input
 		if id == "" || !ok {
 			continue
 		}
-		if !(noDocComments(from) && noComments(from.YNode()) && noComments(n.YNode()) && noFolded(n.YNode()) && inOrder(from.YNode(), n.YNode())) &&
-			!copyBackFast(from, n) {
-			if err := comments.CopyComments(from, n); err != nil {
-				return nil, nil, err
-			}
-			if err := order.SyncOrder(from, n); err != nil {
-				return nil, nil, err
-			}
+		cb := copyBack
+		if !keep {
+			cb = copyBackError
+		}
+		if err := cb(from, n); err != nil {
+			return nil, nil, err
 		}
 		if err := clearAnnotations(n, kioutil.IdAnnotation, kioutil.LegacyIdAnnotation); err != nil { //nolint:staticcheck
 			return nil, nil, err
@@ -89,6 +91,34 @@ func runFilter(run func(io.Reader, io.Writer) error, fnConfig *yaml.RNode, input
 		}
 	}
 	return output, results, nil
+}
+
+// copyBack gives to, a function's output for the input resource from, the
+// comments and field order of from, as kyaml's CopyComments then SyncOrder
+// do (failing where they fail once it runs them), skipping them where they
+// would change nothing and taking copyBackFast where it can. from is left
+// as it is. A variable only so that tests can count its calls.
+var copyBack = func(from, to *yaml.RNode) error {
+	if noDocComments(from) && noComments(from.YNode()) && noComments(to.YNode()) && noFolded(to.YNode()) && inOrder(from.YNode(), to.YNode()) {
+		return nil
+	}
+	if copyBackFast(from, to) {
+		return nil
+	}
+	if err := comments.CopyComments(from, to); err != nil {
+		return err
+	}
+	return order.SyncOrder(from, to)
+}
+
+// copyBackError is copyBack for an output that is discarded: it returns the
+// error copyBack would return, and runs copyBack (leaving to in any state)
+// only where copyBackCannotFail cannot rule that error out.
+func copyBackError(from, to *yaml.RNode) error {
+	if f, t := from.YNode(), to.YNode(); f != nil && t != nil && copyBackCannotFail(f, t) {
+		return nil
+	}
+	return copyBack(from, to)
 }
 
 // functionScope is the directory of a functionConfig read from a file (its

@@ -54,7 +54,7 @@ func TestRunFilterMatchesKyaml(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, _, err := runFilter(run, nil, b, OutputLimits{})
+			got, _, err := runFilter(run, nil, b, OutputLimits{}, true)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -521,7 +521,7 @@ func (r *renderer) runMutators(pn *pkgNode, input []*yaml.RNode) ([]*yaml.RNode,
 			r.prepareNext(steps[i+1])
 		}
 		before := len(r.results.Items)
-		output, _, err := r.runFunction(st, pn, selected, fnConfig, selective)
+		output, _, err := r.runFunction(st, pn, selected, fnConfig, selective, true)
 		r.recordStep(&r.mutationSteps, st, before, err)
 		if err != nil {
 			var ee *execError
@@ -577,7 +577,7 @@ func (r *renderer) runValidators(pn *pkgNode, input []*yaml.RNode) error {
 			r.prepareNext(steps[i+1])
 		}
 		before := len(r.results.Items)
-		_, _, err = r.runFunction(st, pn, copies, fnConfig, len(f.Selectors) > 0 || len(f.Exclusions) > 0)
+		_, _, err = r.runFunction(st, pn, copies, fnConfig, len(f.Selectors) > 0 || len(f.Exclusions) > 0, false)
 		r.recordStep(&r.validationSteps, st, before, err)
 		if err != nil {
 			var ee *execError
