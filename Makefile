@@ -138,10 +138,18 @@ ARGOCD_KEY = $(shell cat $(ARGOCD_DIR)/go.mod $(ARGOCD_DIR)/go.sum $(ARGOCD_DIR)
 ARGOCD_BIN = $(HOME)/.cache/kptr-test/argocd-$(ARGOCD_VERSION)-$(ARGOCD_KEY)
 ARGOCD_TEST_ENV = KPTR_BIN=$(CURDIR)/$(BIN) ARGOCD_BIN=$(ARGOCD_BIN) $(ARGOCD_GOENV)
 
-argocd-src: ## lay out Argo CD's Go module for Go 1.26 in test/argocd/cmpserver/.argo-cd
-	@grep -qx '$(ARGOCD_VERSION) $(ARGOCD_LAYOUT)' $(ARGOCD_DIR)/.argo-cd/.kptr-layout 2>/dev/null || { \
-	  test/argocd/argocd-src.sh $(ARGOCD_VERSION) $(ARGOCD_DIR)/.argo-cd && \
-	  echo '$(ARGOCD_VERSION) $(ARGOCD_LAYOUT)' > $(ARGOCD_DIR)/.argo-cd/.kptr-layout; }
+# The layout lives in the cache, outside the work tree (thousands of Argo CD
+# YAML files would join the corpora the pipeline's differential tests walk);
+# test/argocd/cmpserver/.argo-cd, where the module's replace points, is a
+# symbolic link to it, which those walks do not follow.
+ARGOCD_SRC = $(HOME)/.cache/kptr-test/argocd-src-$(ARGOCD_VERSION)-$(ARGOCD_LAYOUT)
+
+argocd-src: ## lay out Argo CD's Go module for Go 1.26 (in the cache; test/argocd/cmpserver/.argo-cd links to it)
+	@grep -qx '$(ARGOCD_VERSION) $(ARGOCD_LAYOUT)' $(ARGOCD_SRC)/.kptr-layout 2>/dev/null || { \
+	  test/argocd/argocd-src.sh $(ARGOCD_VERSION) $(ARGOCD_SRC) && \
+	  echo '$(ARGOCD_VERSION) $(ARGOCD_LAYOUT)' > $(ARGOCD_SRC)/.kptr-layout; }
+	@test "$$(readlink $(ARGOCD_DIR)/.argo-cd 2>/dev/null)" = "$(ARGOCD_SRC)" || { \
+	  rm -rf $(ARGOCD_DIR)/.argo-cd && ln -s $(ARGOCD_SRC) $(ARGOCD_DIR)/.argo-cd; }
 
 argocd: argocd-src ## build (or reuse) Argo CD's multi-call binary (argocd-repo-server, argocd-cmp-server) for the end-to-end tests
 	@test -x $(ARGOCD_BIN) || { mkdir -p $(dir $(ARGOCD_BIN)) && cd $(ARGOCD_DIR) && \
