@@ -28,15 +28,7 @@ import (
 //   - CRI-O's before landlock_* were allowed (2022): the namespace tier runs,
 //     --sandbox=landlock refuses.
 func TestRuntimeDefaultProfilesDoctorAndRunsAgree(t *testing.T) {
-	kptr := staticKptr(t)
-	base, err := os.MkdirTemp("", "kptr-runtimedefault-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(base)
-	os.Chmod(base, 0o755)
-	helper := filepath.Join(base, "seccompexec")
-	goCmd(t, []string{"CGO_ENABLED=1"}, "build", "-o", helper, "./test/e2e/argocd/seccompexec")
+	kptr, base, helper := seccompSetup(t, "kptr-runtimedefault-")
 	images := filepath.Join(base, "images")
 	goCmd(t, nil, "run", "./examples/build-images", "-out", images)
 	chmodTree(t, images)

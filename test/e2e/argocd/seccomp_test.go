@@ -47,6 +47,23 @@ func runCmd(t *testing.T, cmd *exec.Cmd) (stdout, stderr string, code int) {
 	return o.String(), e.String(), code
 }
 
+// seccompSetup builds the static kptr and the seccompexec helper, which
+// applies a JSON profile as a runtime would, into a fresh directory every
+// identity can read (removed when the test ends).
+func seccompSetup(t *testing.T, prefix string) (kptr, base, helper string) {
+	t.Helper()
+	kptr = staticKptr(t)
+	base, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	os.Chmod(base, 0o755)
+	helper = filepath.Join(base, "seccompexec")
+	goCmd(t, []string{"CGO_ENABLED=1"}, "build", "-o", helper, "./test/e2e/argocd/seccompexec")
+	return kptr, base, helper
+}
+
 func ownedDir(t *testing.T, p string) string {
 	t.Helper()
 	if err := os.MkdirAll(p, 0o755); err != nil {
@@ -65,15 +82,7 @@ func ownedDir(t *testing.T, p string) string {
 // and mount calls (what RuntimeDefault refuses) breaks both, which shows the
 // test would notice a profile that is too tight.
 func TestLocalhostSeccompProfileAllowsTheSandbox(t *testing.T) {
-	kptr := staticKptr(t)
-	base, err := os.MkdirTemp("", "kptr-seccomp-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(base)
-	os.Chmod(base, 0o755)
-	helper := filepath.Join(base, "seccompexec")
-	goCmd(t, []string{"CGO_ENABLED=1"}, "build", "-o", helper, "./test/e2e/argocd/seccompexec")
+	kptr, base, helper := seccompSetup(t, "kptr-seccomp-")
 
 	profile := filepath.Join(root, "deploy/variants/seccomp-localhost/profiles/kptr-sandbox.json")
 	tight := filepath.Join(base, "tight.json")
