@@ -60,7 +60,7 @@ func (s FetchStatus) Progress() string {
 	if s.Total <= 0 {
 		return ""
 	}
-	return fmt.Sprintf("%s of %s", sizeString(s.Bytes), sizeString(s.Total))
+	return fmt.Sprintf("%.1f MiB of %.1f MiB", float64(s.Bytes)/(1<<20), float64(s.Total)/(1<<20))
 }
 
 // BackgroundFetch is the shared state of the background fetch of one image.

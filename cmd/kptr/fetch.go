@@ -139,9 +139,9 @@ func (r *fetchingResolver) wait(ctx context.Context, bf *cache.BackgroundFetch, 
 		case <-ctx.Done():
 			progress := ""
 			if st, ok := bf.Status(); ok && st.Progress() != "" {
-				progress = ", " + st.Progress() + " so far"
+				progress = " (" + st.Progress() + " so far)"
 			}
-			return withCode(exitEnv, fmt.Errorf("image %s is still being fetched in the background%s; the download goes on after this render (for up to %s): retry in a moment (Argo CD retries by itself, or Refresh the Application): %w",
+			return withCode(exitEnv, fmt.Errorf("image %s is still being fetched in the background%s; the download goes on after this render (for up to %s): retry in a moment (Argo CD retries by itself; Hard Refresh to retry now): %w",
 				ref, progress, r.timeout, context.Cause(ctx)))
 		case <-tick.C:
 		}
