@@ -3,7 +3,9 @@ package hostile
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -32,6 +34,13 @@ func fetchers(cacheDir string) []string {
 func TestHostileRegistryBackgroundFetchBounded(t *testing.T) {
 	s := startRegistry(t)
 	forEachIdentity(t, func(t *testing.T, h *harness) {
+		t.Cleanup(func() { // only when the case failed
+			for _, pid := range fetchers(h.cache) {
+				if n, err := strconv.Atoi(pid); err == nil {
+					syscall.Kill(n, syscall.SIGKILL)
+				}
+			}
+		})
 		pkg := h.pkg(t, "pkg", map[string]string{
 			"Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: pkg\npipeline:\n  mutators:\n  - image: " + s.Ref(hostileregistry.Stall) + "\n",
 			"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n",
