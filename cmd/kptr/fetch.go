@@ -95,6 +95,12 @@ func (r *fetchingResolver) ResolveConstraint(ctx context.Context, repo, constrai
 	return r.env.ResolveConstraint(ctx, repo, constraint)
 }
 
+// ResolveCached resolves ref only if the cache already holds it (for
+// preparing the next function's sandbox): nothing to fetch.
+func (r *fetchingResolver) ResolveCached(ctx context.Context, ref string) (cache.Bundle, bool) {
+	return r.env.ResolveCached(ctx, ref)
+}
+
 // start starts the background fetch of ref unless one runs already. It
 // claims the image's fetch lock and hands it to the child, so no second
 // fetch can start between the check and the child's start.
