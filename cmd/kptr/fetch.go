@@ -138,7 +138,7 @@ func (r *fetchingResolver) start(bf *cache.BackgroundFetch, ref string) error {
 // when it failed (recorded after since), and, when ctx ends first, the
 // error that says the image is still being fetched.
 func (r *fetchingResolver) wait(ctx context.Context, bf *cache.BackgroundFetch, ref string, since time.Time) error {
-	tick := time.NewTicker(100 * time.Millisecond)
+	tick := time.NewTicker(25 * time.Millisecond)
 	defer tick.Stop()
 	for bf.Running() {
 		select {
