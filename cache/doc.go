@@ -43,6 +43,13 @@
 // only with that lock held exclusively, and only while no pull runs (pulls
 // hold locks/gc shared, prune and verify exclusively).
 //
+// A pull may run in another process than the one that needs the image (a
+// background fetch, fetch.go: Argo CD kills `kptr generate` at its deadline,
+// the fetch goes on): locks/fetch-<h>.lock is held by the one fetch of an
+// image for its whole life (Claim hands it to the fetching process), and
+// locks/fetch-<h>.json records its progress and outcome for the processes
+// that wait for it.
+//
 // # Never trusted
 //
 // Registries and layers are hostile input. Blobs are verified before use.

@@ -95,7 +95,7 @@ demand; these commands fill it ahead of time, move it between machines
   kptr cache ls
   kptr cache prune --max-age 720h
   kptr cache export -o images.tar --tar set-labels:v0.2.0 && kptr cache import images.tar`,
-	}, g.cachePullCmd(), g.cacheLsCmd(), g.cacheTagCmd(), g.cachePruneCmd(), g.cacheVerifyCmd(), g.cacheImportCmd(), g.cacheExportCmd())
+	}, g.cachePullCmd(), g.cacheLsCmd(), g.cacheTagCmd(), g.cachePruneCmd(), g.cacheVerifyCmd(), g.cacheImportCmd(), g.cacheExportCmd(), g.cacheFetchCmd())
 }
 
 func (g *globals) cachePullCmd() *cobra.Command {

@@ -293,7 +293,7 @@ func redact(s string) string {
 // the sandbox are opened only when a function image actually runs.
 func renderForGenerate(ctx context.Context, g *globals, p *policy, dir string) ([]*yaml.RNode, error) {
 	env := &lazyEnv{ctx: ctx, g: g}
-	res := &allowListResolver{next: env, patterns: p.AllowedImages}
+	res := &allowListResolver{next: newFetchingResolver(env, p.FetchTimeout), patterns: p.AllowedImages}
 	causes := &causeRecorder{}
 	maxOut := envInt64(g.getenv("KPTR_FN_MAX_OUTPUT"), 0)
 	resultsDir, err := os.MkdirTemp("", "kptr-generate-")

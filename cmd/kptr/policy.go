@@ -61,6 +61,9 @@ type policy struct {
 	FnTimeout time.Duration
 	// Timeout bounds the whole generate call (0: only the caller's deadline).
 	Timeout time.Duration
+	// FetchTimeout bounds a background fetch (fetch.go): the pull of an
+	// image that goes on after the render that needed it ended.
+	FetchTimeout time.Duration
 	// MaxOutputBytes bounds the manifests printed (Argo CD's gRPC message
 	// limit is 100 MiB); larger output fails with a clear message instead.
 	MaxOutputBytes int64
@@ -80,6 +83,7 @@ func policyFlags(fs *pflag.FlagSet, env func(string) string, p *policy) {
 	fs.BoolVar(&p.AllowEmpty, "allow-empty", envBool(env("KPTR_ALLOW_EMPTY")), "succeed when the render produced no resources (KPTR_ALLOW_EMPTY)")
 	fs.StringVar(&p.AnnotationDomain, "annotation-domain", env("KPTR_ANNOTATION_DOMAIN"), "annotate resources with the app's metadata under this domain; an app may choose its own with the annotation-domain parameter (KPTR_ANNOTATION_DOMAIN)")
 	fs.DurationVar(&p.Timeout, "timeout", envDuration(env("KPTR_TIMEOUT"), 0), "time limit of the whole generate call, 0 for none (KPTR_TIMEOUT)")
+	fs.DurationVar(&p.FetchTimeout, "fetch-timeout", envDuration(env("KPTR_FETCH_TIMEOUT"), defaultFetchTimeout), "time limit of an image pull that goes on in the background after the render that started it ends (KPTR_FETCH_TIMEOUT)")
 	fs.Int64Var(&p.MaxOutputBytes, "max-output-bytes", envInt64(env("KPTR_MAX_OUTPUT_BYTES"), 100<<20), "largest manifest stream printed (KPTR_MAX_OUTPUT_BYTES)")
 }
 
@@ -106,6 +110,9 @@ func (p *policy) validate() error {
 	}
 	if p.Timeout < 0 {
 		return fmt.Errorf("KPTR_TIMEOUT (--timeout) must not be negative (0: no limit), got %s", p.Timeout)
+	}
+	if p.FetchTimeout <= 0 {
+		return fmt.Errorf("KPTR_FETCH_TIMEOUT (--fetch-timeout) must be positive, got %s", p.FetchTimeout)
 	}
 	return nil
 }

@@ -408,6 +408,14 @@ func TestArgoCDRepoServerChain(t *testing.T) {
 		}
 	})
 
+	// Every render above pulled through generate's background fetch
+	// (chain_fetch_test.go): none may outlive the pulls.
+	t.Run("no background fetch left", func(t *testing.T) {
+		if p := fetchers(c.sidecar.cache); len(p) > 0 {
+			t.Errorf("background fetches still running: %v", p)
+		}
+	})
+
 	t.Run("function announcement", func(t *testing.T) {
 		ann := c.appDetails(t, "echo", c.source("apps/echo", kptPlugin()))
 		fnsAnn := ann["functions"]
