@@ -46,8 +46,8 @@ func ParsePullPolicy(s string) (PullPolicy, error) {
 const DefaultImagePrefix = "ghcr.io/kptdev/krm-functions-catalog"
 
 // NoImagePrefix, given as an image prefix, leaves names without a '/' as
-// they are: kpt's `--image-prefix ''`. kpt trims a prefix's trailing '/'s,
-// so a prefix made only of '/'s is no prefix there either.
+// they are: kpt's explicitly empty --image-prefix. kpt trims a prefix's
+// trailing '/'s, so a prefix made only of '/'s is no prefix there either.
 const NoImagePrefix = "/"
 
 // ApplyImagePrefix is kpt's RunnerOptions.ResolveToImage
