@@ -40,8 +40,27 @@ func ParsePullPolicy(s string) (PullPolicy, error) {
 	return "", fmt.Errorf("unknown image pull policy %q (want Always, IfNotPresent or Never)", s)
 }
 
-// DefaultImagePrefix is kpt's prefix for image names without a '/'.
-const DefaultImagePrefix = "ghcr.io/kptdev/krm-functions-catalog/"
+// DefaultImagePrefix is kpt's prefix for image names without a '/'
+// (kpt main's runneroptions.GHCRImagePrefix, without a trailing '/' since
+// kpt d08fb0b; ApplyImagePrefix adds the separator).
+const DefaultImagePrefix = "ghcr.io/kptdev/krm-functions-catalog"
+
+// NoImagePrefix, given as an image prefix, leaves names without a '/' as
+// they are: kpt's explicitly empty --image-prefix. kpt trims a prefix's
+// trailing '/'s, so a prefix made only of '/'s is no prefix there either.
+const NoImagePrefix = "/"
+
+// ApplyImagePrefix is kpt's RunnerOptions.ResolveToImage
+// (pkg/lib/runneroptions/runneroptions.go at main): prefix loses its
+// trailing '/'s; if nothing is left, name is returned as it is; otherwise a
+// name without '/' becomes prefix + "/" + name, and any other is unchanged.
+func ApplyImagePrefix(name, prefix string) string {
+	prefix = strings.TrimRight(prefix, "/")
+	if prefix == "" || strings.Contains(name, "/") {
+		return name
+	}
+	return prefix + "/" + name
+}
 
 // Limits bound what extracting one image may write, and so what pulling it
 // may download: an image whose layers declare more than MaxBytes in all is
@@ -188,7 +207,9 @@ func WithPullPolicy(p PullPolicy) Option { return func(s *settings) { s.policy =
 // WithOffline forbids all network access: only cached images resolve.
 func WithOffline(offline bool) Option { return func(s *settings) { s.offline = offline } }
 
-// WithImagePrefix sets the prefix for names without a '/' (default DefaultImagePrefix).
+// WithImagePrefix sets the prefix for names without a '/' (see
+// ApplyImagePrefix); empty keeps DefaultImagePrefix, NoImagePrefix means
+// none.
 func WithImagePrefix(prefix string) Option {
 	return func(s *settings) {
 		if prefix != "" {

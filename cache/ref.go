@@ -21,23 +21,12 @@ type imageRef struct {
 	target name.Reference // after mirrors; insecure option applied
 }
 
-// withPrefix applies kpt's rule: a name without '/' gets the prefix.
-func withPrefix(ref, prefix string) string {
-	if strings.Contains(ref, "/") {
-		return ref
-	}
-	if prefix != "" && !strings.HasSuffix(prefix, "/") {
-		prefix += "/"
-	}
-	return prefix + ref
-}
-
 func (c *Cache) parseRef(s string) (imageRef, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return imageRef{}, usageErr("", errors.New("empty image reference"))
 	}
-	named := withPrefix(s, c.s.prefix)
+	named := ApplyImagePrefix(s, c.s.prefix)
 	r, err := name.ParseReference(named)
 	if err != nil {
 		return imageRef{}, usageErr(named, fmt.Errorf("unparsable image reference: %w", err))
@@ -142,7 +131,7 @@ func isConstraint(s string) bool {
 // the registry's tag list (through mirrors); offline, or under PullNever, the
 // tags recorded in the cache for repo are the list.
 func (c *Cache) ResolveConstraint(ctx context.Context, repo, constraint string) (string, error) {
-	named := withPrefix(strings.TrimSpace(repo), c.s.prefix)
+	named := ApplyImagePrefix(strings.TrimSpace(repo), c.s.prefix)
 	r, err := name.NewRepository(named)
 	if err != nil {
 		return "", usageErr(named, fmt.Errorf("unparsable image repository: %w", err))

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os/exec"
 	"path"
 	"path/filepath"
@@ -47,12 +48,7 @@ func ImageName(image, prefix string, latest bool) string {
 	if prefix == "" {
 		prefix = DefaultImagePrefix
 	}
-	if !strings.Contains(image, "/") {
-		if !strings.HasSuffix(prefix, "/") {
-			prefix += "/"
-		}
-		image = prefix + image
-	}
+	image = cache.ApplyImagePrefix(image, prefix)
 	if latest && !hasTagOrDigest(image) {
 		image += ":latest"
 	}
@@ -166,20 +162,22 @@ func (r *renderer) runFunction(st *fnStep, pn *pkgNode, input []*yaml.RNode, fnC
 	r.pulled = 0
 	fr := &FnResult{Image: st.image, ExecPath: st.exec}
 	output, err := r.doFunction(st, pn, input, fnConfig, fr, keep)
-	// The function's time, as kpt prints it: truncated to 100 ms and
-	// printed with %v ("in 0s", "in 300ms", "in 4.9s"), kpt's
-	// time.Since(t0).Truncate(time.Millisecond*100) in FunctionRunner.Filter
-	// (internal/fnruntime/runner.go; kpt 1.0.0-beta.56 prints the same).
-	// It leaves out the image pull (printed on its own line when it happens).
-	elapsed := (time.Since(t0) - r.pulled).Truncate(100 * time.Millisecond)
+	// The function's time, as kpt main prints it: truncated to the
+	// millisecond and printed with %v ("in 0s", "in 397ms", "in 1.204s"),
+	// kpt's time.Since(t0).Truncate(time.Millisecond) in FunctionRunner.Filter
+	// (pkg/fn/runtime/runner.go since the render logging change 3aa209b;
+	// beta.56 to beta.67 truncated to 100 ms). It leaves out the image pull
+	// (printed on its own line when it happens).
+	elapsed := (time.Since(t0) - r.pulled).Truncate(time.Millisecond)
 	if err != nil {
 		pr.printf("[FAIL] %q in %v\n", st.name(), elapsed)
 		printResults(pr, fr.Results)
 		var ee *execError
 		if errors.As(err, &ee) {
+			// kpt's printFnExecErr: the stderr, then one line (no blank
+			// line since 3aa209b)
 			printStderr(pr, ee.stderr)
-			pr.printf("  Exit code: %d\n\n", ee.exitCode)
-			return nil, fr, err
+			pr.printf("  Exit code: %d\n", ee.exitCode)
 		}
 		return nil, fr, err
 	}
@@ -187,6 +185,28 @@ func (r *renderer) runFunction(st *fnStep, pn *pkgNode, input []*yaml.RNode, fnC
 	printResults(pr, fr.Results)
 	printStderr(pr, fr.Stderr)
 	return output, fr, nil
+}
+
+// execStartError returns the error kpt's ExecFn.Run gives for an exec
+// function whose command could not be started (not found on PATH, missing,
+// not executable): not an ExecError but "unexpected function error: <the
+// error of exec.Cmd.Run>", so the function fails with exit code 1 and no
+// stderr (pkg/fn/runtime/exec.go). The path is the one the Kptfile or
+// --exec gave, as kpt's exec.Cmd reports it. It returns nil for any other
+// error, and for image functions.
+func execStartError(st *fnStep, err error) error {
+	if st.image != "" {
+		return nil
+	}
+	var ee *exec.Error
+	if errors.As(err, &ee) {
+		return fmt.Errorf("unexpected function error: %w", ee)
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Op == "fork/exec" {
+		return fmt.Errorf("unexpected function error: %w", &fs.PathError{Op: pe.Op, Path: st.argv[0], Err: pe.Err})
+	}
+	return nil
 }
 
 func (r *renderer) doFunction(st *fnStep, pn *pkgNode, input []*yaml.RNode, fnConfig *yaml.RNode, fr *FnResult, keep bool) ([]*yaml.RNode, error) {
@@ -198,6 +218,9 @@ func (r *renderer) doFunction(st *fnStep, pn *pkgNode, input []*yaml.RNode, fnCo
 		res, err := r.invoke(st, in)
 		stderr = res.Stderr
 		if err != nil {
+			if se := execStartError(st, err); se != nil {
+				return se
+			}
 			stderr = []byte(err.Error() + "\n")
 			if st.image != "" {
 				stderr = []byte(runtimeFailure(st.image, err))

@@ -19,7 +19,12 @@ func (p *printer) printf(format string, a ...any) {
 	}
 }
 
-// printResults and printStderr show what a function said, made Printable:
+// printResults and printStderr show what a function said as kpt main's
+// printFnResult and printFnStderr do (pkg/fn/runtime/runner.go, through
+// runneroptions.SingleLineFormatter with Indent 2 and LineIndent 2): a
+// title line indented by two, then one line per result (or per line of
+// stderr) indented by four, each with its newlines turned into spaces and
+// its surrounding white space trimmed. Each line is then made Printable:
 // the transcript reaches terminals (directly, or later through CI logs,
 // `kubectl logs` and Argo CD's UI), and a function must not be able to
 // write to the clipboard (OSC 52), move the cursor or overwrite a line to
@@ -28,19 +33,26 @@ func printResults(p *printer, results []*framework.Result) {
 	if len(results) == 0 {
 		return
 	}
-	p.printf("  [Results]:\n")
-	for _, r := range results {
-		p.printf("    %s\n", Printable(strings.ReplaceAll(r.String(), "\n", " ")))
+	lines := make([]string, len(results))
+	for i, r := range results {
+		lines[i] = r.String()
 	}
+	printLines(p, "[Results]", lines)
 }
 
 func printStderr(p *printer, stderr string) {
 	if stderr == "" {
 		return
 	}
-	p.printf("  Stderr:\n")
-	for _, l := range strings.Split(Printable(stderr), "\n") {
-		p.printf("    %s\n", l)
+	printLines(p, "Stderr", strings.Split(stderr, "\n"))
+}
+
+// printLines is kpt's SingleLineFormatter with Indent 2, LineIndent 2 and
+// a newline as separator, followed by a newline.
+func printLines(p *printer, title string, lines []string) {
+	p.printf("  %s:\n", title)
+	for _, l := range lines {
+		p.printf("    %s\n", Printable(strings.TrimSpace(strings.ReplaceAll(l, "\n", " "))))
 	}
 }
 

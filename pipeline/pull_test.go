@@ -45,3 +45,48 @@ func TestTranscriptTimeExcludesThePull(t *testing.T) {
 		t.Fatalf("transcript:\n%s\nwant the pull on its own line and the function's time without it", stderr.String())
 	}
 }
+
+// slowRunner takes at least delay for each run.
+type slowRunner struct {
+	runtime.Host
+	delay time.Duration
+}
+
+func (s slowRunner) Run(ctx context.Context, b cache.Bundle, inv runtime.Invocation) (runtime.Result, error) {
+	time.Sleep(s.delay)
+	return s.Host.Run(ctx, b, inv)
+}
+
+// The function's time is truncated to the millisecond, as kpt main prints it
+// (pkg/fn/runtime/runner.go FunctionRunner.Filter since 3aa209b:
+// time.Since(t0).Truncate(time.Millisecond)), not to 100 ms ("in 300ms").
+// A run that took a whole number of tenths of a second is run again: two in
+// a row mean the time was truncated to 100 ms.
+func TestTranscriptTimeInMilliseconds(t *testing.T) {
+	fake := newFake(t)
+	fake.images["ghcr.io/kptdev/krm-functions-catalog/labeler:latest"] = []string{"op=label", "key=a", "value=1"}
+	dir := writeTree(t, map[string]string{
+		"Kptfile": kptfile("app", "pipeline:\n  mutators:\n    - image: labeler\n"),
+		"cm.yaml": fmt.Sprintf(cm, "x"),
+	})
+	re := regexp.MustCompile(`(?m)^\[PASS\] "ghcr.io/kptdev/krm-functions-catalog/labeler:latest" in ([0-9.]+(?:ms|s))$`)
+	for try := 0; try < 2; try++ {
+		var stderr bytes.Buffer
+		opts := Options{Resolver: fake, Runner: slowRunner{delay: 251 * time.Millisecond}, Stderr: &stderr, Output: OutputMemory}
+		if _, err := Render(context.Background(), dir, opts); err != nil {
+			t.Fatalf("render: %v\n%s", err, stderr.String())
+		}
+		m := re.FindStringSubmatch(stderr.String())
+		if m == nil {
+			t.Fatalf("transcript:\n%s\nwant a [PASS] line with the function's time", stderr.String())
+		}
+		d, err := time.ParseDuration(m[1])
+		if err != nil || d < 251*time.Millisecond {
+			t.Fatalf("time %q: want at least the runner's 251ms (%v)", m[1], err)
+		}
+		if d%(100*time.Millisecond) != 0 {
+			return
+		}
+	}
+	t.Fatal("the function's time was a whole number of tenths of a second twice: truncated to 100 ms, not to the millisecond as kpt main prints it")
+}

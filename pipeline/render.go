@@ -314,7 +314,6 @@ func (r *renderer) trackInput(pn *pkgNode, nodes []*yaml.RNode) {
 
 // runPipeline runs pn's mutators then validators on input.
 func (r *renderer) runPipeline(pn *pkgNode, input []*yaml.RNode) ([]*yaml.RNode, error) {
-	r.pr.printf("Package %q:\n", pn.display)
 	pl := pn.pipeline()
 	if pl.IsEmpty() {
 		if err := kptv1.AreKRM(input); err != nil {
@@ -322,6 +321,10 @@ func (r *renderer) runPipeline(pn *pkgNode, input []*yaml.RNode) ([]*yaml.RNode,
 		}
 		return input, nil
 	}
+	// kpt main's runPipeline (pkg/lib/kptops/render_executor.go, since
+	// the render logging change 3aa209b) names only a package whose
+	// pipeline runs, and ends a pipeline that passed with a blank line.
+	r.pr.printf("Package %q:\n", pn.display)
 	if err := r.validatePipeline(pn, input); err != nil {
 		return nil, err
 	}

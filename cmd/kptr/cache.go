@@ -54,7 +54,7 @@ func (g *globals) openCacheWith(lvl slog.Level, extra ...cache.Option) (*cache.C
 		cache.WithInsecureRegistries(g.insecure...),
 		cache.WithPullPolicy(policy),
 		cache.WithOffline(g.offline),
-		cache.WithImagePrefix(g.imagePrefix),
+		cache.WithImagePrefix(g.prefix()),
 		cache.WithLogger(log),
 	}
 	switch {

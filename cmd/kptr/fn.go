@@ -184,7 +184,7 @@ func (g *globals) baseOptions(ctx context.Context) (pipeline.Options, *lazyEnv) 
 		ExecRunner:  runtime.Host{Timeout: g.fnTimeout, MaxOutput: maxOut},
 		MaxOutput:   maxOut,
 		Limits:      g.outputLimits(),
-		ImagePrefix: g.imagePrefix,
+		ImagePrefix: g.prefix(),
 		Timeout:     g.fnTimeout,
 		Stderr:      g.stderr,
 		Stdout:      g.stdout,

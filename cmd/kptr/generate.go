@@ -309,7 +309,7 @@ func renderForGenerate(ctx context.Context, g *globals, p *policy, dir string) (
 		Resolver:     &causeResolver{next: res, rec: causes},
 		Runner:       &causeRunner{next: &policyRunner{next: env, allowExec: p.AllowExec, allowNetwork: p.AllowNetwork}, rec: causes},
 		ExecRunner:   &causeRunner{next: &policyRunner{next: runtime.Host{Timeout: g.fnTimeout, MaxOutput: maxOut}, allowExec: p.AllowExec, allowNetwork: p.AllowNetwork}, rec: causes},
-		ImagePrefix:  g.imagePrefix,
+		ImagePrefix:  g.prefix(),
 		AllowExec:    p.AllowExec,
 		AllowNetwork: p.AllowNetwork,
 		AllowImage:   res.check,

@@ -93,7 +93,7 @@ func (g *globals) settings() []settingGroup {
 			fs.StringVar(&g.progress, "progress", envOr(env("KPTR_PROGRESS"), "auto"), "auto (bars on a terminal), plain (log lines) or none (KPTR_PROGRESS)")
 		}},
 		{scopeNames, func(fs *pflag.FlagSet) {
-			fs.StringVar(&g.imagePrefix, "image-prefix", envOr(env("KPT_IMAGE_PREFIX"), "ghcr.io/kptdev/krm-functions-catalog/"), "prefix for image names without a '/' (KPT_IMAGE_PREFIX)")
+			fs.StringVar(&g.imagePrefix, "image-prefix", envOr(env("KPT_IMAGE_PREFIX"), cache.DefaultImagePrefix), "prefix for image names without a '/'; '' for none (KPT_IMAGE_PREFIX)")
 		}},
 		{scopeRun, func(fs *pflag.FlagSet) {
 			fs.DurationVar(&g.fnTimeout, "fn-timeout", envDuration(env("KPTR_FN_TIMEOUT"), 5*time.Minute), "time limit of one function run (KPTR_FN_TIMEOUT)")
@@ -338,6 +338,17 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// prefix is --image-prefix as the cache and the pipeline take it. As in
+// kpt main (d08fb0b: runneroptions.DefaultImagePrefix and ResolveToImage),
+// an empty KPT_IMAGE_PREFIX keeps the default but an explicitly empty
+// --image-prefix means no prefix at all.
+func (g *globals) prefix() string {
+	if g.imagePrefix == "" {
+		return cache.NoImagePrefix
+	}
+	return g.imagePrefix
 }
 
 func envOr(v, def string) string {

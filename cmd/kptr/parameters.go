@@ -101,7 +101,7 @@ func announceFunctions(ctx context.Context, g *globals, allowed []string, dir st
 	if _, err := os.Stat(filepath.Join(abs, "Kptfile")); err != nil {
 		return []parameterAnnouncement{}, nil
 	}
-	images, err := pipeline.Images(abs, pipeline.Options{ImagePrefix: g.imagePrefix})
+	images, err := pipeline.Images(abs, pipeline.Options{ImagePrefix: g.prefix()})
 	if err != nil {
 		return nil, withCode(exitUsage, fmt.Errorf("reading the Kptfiles under %s: %w", displayPath(abs), err))
 	}

@@ -181,7 +181,7 @@ func TestAppParametersCannotWidenPolicy(t *testing.T) {
 	}
 	// Nor any global setting: cache, mirrors, registries, pull policy, sandbox, prefix.
 	if g.cacheDir != beforeG.cacheDir || g.sandbox != "auto" || len(g.mirrors) != 0 || len(g.insecure) != 0 ||
-		g.pullPolicy != "IfNotPresent" || g.offline || g.imagePrefix != "ghcr.io/kptdev/krm-functions-catalog/" {
+		g.pullPolicy != "IfNotPresent" || g.offline || g.imagePrefix != cache.DefaultImagePrefix {
 		t.Fatalf("a parameter changed a global setting: %+v", g)
 	}
 	if g.fnTimeout != time.Second {

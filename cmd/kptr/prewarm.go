@@ -60,7 +60,7 @@ or a tar stream for kptr cache import on an air-gapped machine.`,
 		}
 		defer c.Close()
 
-		refs, err := prewarmRefs(dirs, images, g.imagePrefix, c)
+		refs, err := prewarmRefs(dirs, images, g.prefix(), c)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,1 @@
+kpt fn eval --exec kptr-no-such-function
