@@ -48,10 +48,12 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/kptr-dev/kptr/test/bench/pkggen"
@@ -76,6 +78,15 @@ func main() {
 	}
 	if !*keep {
 		defer os.RemoveAll(b.root)
+		// Interrupted (the tools get the signal too: same process group),
+		// the work directory goes as well.
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+		go func() {
+			<-sig
+			os.RemoveAll(b.root)
+			os.Exit(130)
+		}()
 	} else {
 		defer fmt.Println("work directory kept:", b.root)
 	}
@@ -139,7 +150,7 @@ type bench struct {
 	kptSkip     string // why
 	bwrap       string // "" when absent or not working here
 	bwrapSkip   string
-	memoFlag    bool
+	memoFlag    bool // fn render and generate both know --memo
 	bin         map[string]string // fixture → binary under root/bin
 	versions    []string
 }
@@ -169,8 +180,9 @@ func setup(kptr, kpt, bwrap string) (*bench, error) {
 		return nil, fmt.Errorf("%s version: %v: %s", b.kptr, err, out)
 	}
 	b.versions = append(b.versions, "kptr "+strings.TrimSpace(string(out)))
-	help, _ := exec.Command(b.kptr, "fn", "render", "--help").CombinedOutput()
-	b.memoFlag = bytes.Contains(help, []byte("--memo"))
+	renderHelp, _ := exec.Command(b.kptr, "fn", "render", "--help").CombinedOutput()
+	generateHelp, _ := exec.Command(b.kptr, "generate", "--help").CombinedOutput()
+	b.memoFlag = bytes.Contains(renderHelp, []byte("--memo")) && bytes.Contains(generateHelp, []byte("--memo"))
 
 	if _, err := os.Stat(kpt); err != nil {
 		b.kptSkip = fmt.Sprintf("kpt not found at %s: kpt columns skipped", kpt)
@@ -219,6 +231,16 @@ func setup(kptr, kpt, bwrap string) (*bench, error) {
 		}
 	}
 	return b, nil
+}
+
+// noMemo are the arguments that keep kptr from reusing recorded results
+// where every function must run (the render loop, the start-up): --memo=off
+// once kptr has memoisation, nothing before.
+func (b *bench) noMemo() []string {
+	if b.memoFlag {
+		return []string{"--memo=off"}
+	}
+	return nil
 }
 
 // bwrapArgs runs bin alone in an empty root with every namespace: what a
@@ -280,6 +302,9 @@ func runCmd(cmd *exec.Cmd) (sample, error) {
 		defer os.Remove(rssFile)
 		cmd.Args = append([]string{timeBin, "-f", "%M", "-o", rssFile, cmd.Path}, cmd.Args[1:]...)
 		cmd.Path = timeBin
+	}
+	if cmd.Env == nil {
+		cmd.Env = cleanEnv()
 	}
 	start := time.Now()
 	err := cmd.Run()
@@ -376,7 +401,8 @@ func (b *bench) render(n, runs int) (sizeResult, error) {
 
 	kptrRender := func(extra ...string) func(string) (sample, error) {
 		return func(d string) (sample, error) {
-			args := append([]string{"fn", "render", d, "--offline", "--cache-dir", b.cache, "--progress", "none"}, extra...)
+			args := append([]string{"fn", "render", d, "--offline", "--cache-dir", b.cache, "--progress", "none"}, b.noMemo()...)
+			args = append(args, extra...)
 			return runCmd(exec.Command(b.kptr, args...))
 		}
 	}
@@ -596,7 +622,7 @@ func (b *bench) startup(runs int) (startupResult, error) {
 			return runCmd(cmd)
 		}
 	}
-	kptrEval := []string{"fn", "eval", "-i", pkggen.ImageRef("cat"), "--offline", "--cache-dir", b.cache, "--progress", "none"}
+	kptrEval := append([]string{"fn", "eval", "-i", pkggen.ImageRef("cat"), "--offline", "--cache-dir", b.cache, "--progress", "none"}, b.noMemo()...)
 	type upWay struct {
 		name string
 		run  func() (sample, error)
@@ -800,6 +826,18 @@ func (b *bench) goals(rs []sizeResult, st startupResult, m *memoResult) {
 		row("2: re-render of an unchanged 500-resource package ≤ 5 % of its first", fmt.Sprintf("%.0f %%%s", 100*ratio, suffix), ratio <= 0.05, m.available)
 		row("2: kptr generate of an unchanged application ≤ 50 ms", fmtMs(gen)+suffix, gen <= 0.05, m.available)
 	}
+}
+
+// cleanEnv is this process's environment without KPTR_* and KPT_*
+// variables, so that every way runs with its defaults and the flags given.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "KPTR_") && !strings.HasPrefix(kv, "KPT_") {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 func copyFile(src, dst string, mode fs.FileMode) error {
