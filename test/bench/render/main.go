@@ -150,7 +150,7 @@ type bench struct {
 	kptSkip     string // why
 	bwrap       string // "" when absent or not working here
 	bwrapSkip   string
-	memoFlag    bool // fn render and generate both know --memo
+	memoFlag    bool              // fn render and generate both know --memo
 	bin         map[string]string // fixture → binary under root/bin
 	versions    []string
 }
