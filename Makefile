@@ -94,7 +94,7 @@ BENCH_RENDER_FLAGS ?=
 bench-render: build ## issue 13: realistic package at 50/500/5,000 resources vs kpt exec mode, bwrap, --sandbox none; start-up; memo (figures → BENCHMARKS.md)
 	$(GO) run ./test/bench/render -kptr $(BIN) $(BENCH_RENDER_FLAGS)
 	@echo "== cold sandbox start against bubblewrap's (runtime's BenchmarkRun: trivial function, median-ms)"
-	$(GO) test -run '^$$' -bench 'BenchmarkRun/(bare|bwrap|kptr)$$' -benchtime 50x -count 1 ./runtime
+	$(GO) test -run '^$$' -bench '^BenchmarkRun$$/^(bare|bwrap|kptr)$$' -benchtime 50x -count 1 ./runtime
 
 bench-pipeline: ## in-process render of comment-free ConfigMap packages (1k/10k) through 3 fixture functions, for profiling the pipeline; not part of make bench
 	$(GO) test -run '^$$' -bench BenchmarkRender -benchtime 3x -count 1 -timeout 20m ./pipeline
