@@ -6,7 +6,7 @@ LDFLAGS := -X main.version=$(VERSION)
 BIN := bin/kptr
 export CGO_ENABLED := 1
 
-.PHONY: help build build-seccomp test test-unit test-unpriv test-seccomp bench-runtime bench bench-cache bench-pipeline demo image argocd-src argocd test-argocd bench-argocd clean
+.PHONY: help build build-seccomp test test-unit test-unpriv test-seccomp bench-runtime bench bench-cache bench-pipeline bench-render demo image argocd-src argocd test-argocd bench-argocd clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -81,9 +81,22 @@ bench-cache: ## cache benchmarks: cold pull vs skopeo+umoci, cached resolve, pea
 	$(GO) test -run '^$$' -bench . -benchtime 2000x -count 1 ./cache
 	$(GO) test -run '^$$' -bench . -benchtime 3x -count 1 -timeout 20m ./test/e2e/cache
 
-bench: bench-cache bench-runtime bench-pipeline bench-argocd ## benchmarks; figures go to BENCHMARKS.md
+bench: bench-cache bench-runtime bench-render bench-argocd ## benchmarks; figures go to BENCHMARKS.md
 
-bench-pipeline: ## render of generated 1k/10k-resource packages through 3 fixture functions: kptr overhead and peak RSS (figures → BENCHMARKS.md)
+# Issue 13's benchmarks, side by side in one interleaved loop (test/bench/render):
+# the realistic package (test/bench/pkggen) at 50, 500 and 5,000 resources
+# through kptr, kptr --sandbox none, kpt in exec mode (/usr/bin/kpt when
+# installed, never required) and kpt exec mode through bubblewrap, with the
+# functions alone; the start-up and memo comparisons; then runtime's cold
+# sandbox start against bubblewrap's. BENCH_RENDER_FLAGS passes flags on
+# (e.g. -sizes 50,500 -runs 50=3,500=3).
+BENCH_RENDER_FLAGS ?=
+bench-render: build ## issue 13: realistic package at 50/500/5,000 resources vs kpt exec mode, bwrap, --sandbox none; start-up; memo (figures → BENCHMARKS.md)
+	$(GO) run ./test/bench/render -kptr $(BIN) $(BENCH_RENDER_FLAGS)
+	@echo "== cold sandbox start against bubblewrap's (runtime's BenchmarkRun: trivial function, median-ms)"
+	$(GO) test -run '^$$' -bench '^BenchmarkRun$$/^(bare|bwrap|kptr)$$' -benchtime 50x -count 1 ./runtime
+
+bench-pipeline: ## in-process render of comment-free ConfigMap packages (1k/10k) through 3 fixture functions, for profiling the pipeline; not part of make bench
 	$(GO) test -run '^$$' -bench BenchmarkRender -benchtime 3x -count 1 -timeout 20m ./pipeline
 
 # The demo works offline: function images are built from test/fixtures into an

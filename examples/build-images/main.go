@@ -14,48 +14,25 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
-
 	"github.com/kptr-dev/kptr/test/fnimage"
 )
 
 // images are the demo's functions: reference → fixture under test/fixtures.
-var images = []struct{ ref, fixture string }{
-	{"gcr.io/kpt-fn/set-labels:v0.1.5", "set-labels"},
-	{"gcr.io/kpt-fn/set-annotations:v0.1.4", "set-annotations"},
-	{"gcr.io/kpt-fn/generator:v0.1.0", "generator"},
+var images = []fnimage.Named{
+	{Ref: "gcr.io/kpt-fn/set-labels:v0.1.5", Fixture: "set-labels"},
+	{Ref: "gcr.io/kpt-fn/set-annotations:v0.1.4", Fixture: "set-annotations"},
+	{Ref: "gcr.io/kpt-fn/generator:v0.1.0", Fixture: "generator"},
 }
 
 func main() {
 	out := flag.String("out", "out/demo-images", "OCI layout directory to (re)create")
 	flag.Parse()
-	if err := run(*out); err != nil {
+	digests, err := fnimage.WriteLayout(*out, images, fnimage.WithMinimalBase(), fnimage.WithOCIMediaTypes())
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "build-images:", err)
 		os.Exit(1)
 	}
-}
-
-func run(out string) error {
-	if err := os.RemoveAll(out); err != nil {
-		return err
+	for i, im := range images {
+		fmt.Printf("built %s (%s) from test/fixtures/%s\n", im.Ref, digests[i], im.Fixture)
 	}
-	p, err := layout.Write(out, empty.Index)
-	if err != nil {
-		return err
-	}
-	for _, im := range images {
-		img, err := fnimage.New(im.fixture, fnimage.WithMinimalBase(), fnimage.WithOCIMediaTypes())
-		if err != nil {
-			return fmt.Errorf("%s: %w", im.ref, err)
-		}
-		if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{
-			"org.opencontainers.image.ref.name": im.ref,
-		})); err != nil {
-			return err
-		}
-		d, _ := img.Digest()
-		fmt.Printf("built %s (%s) from test/fixtures/%s\n", im.ref, d, im.fixture)
-	}
-	return nil
 }

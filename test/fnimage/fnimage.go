@@ -38,6 +38,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
@@ -57,7 +58,7 @@ type options struct {
 	user, workdir        string
 	layers               []v1.Layer
 	noBase, minimalBase  bool
-	oci                  bool
+	oci, mountPoints     bool
 }
 
 // Option changes what Build produces.
@@ -89,6 +90,11 @@ func WithoutBase() Option { return func(o *options) { o.noBase = true } }
 // WithMinimalBase uses a base layer without busybox: /etc/passwd, /etc/group
 // and /tmp only, for machines without busybox-static (the offline demo).
 func WithMinimalBase() Option { return func(o *options) { o.minimalBase = true } }
+
+// WithMountPoints adds a layer with empty /proc, /dev and /sys directories,
+// as alpine-based catalog images have: kptr's sandbox then uses the image's
+// root directly instead of binding its top-level entries one by one.
+func WithMountPoints() Option { return func(o *options) { o.mountPoints = true } }
 
 // WithOCIMediaTypes writes an OCI manifest and config instead of Docker v2
 // ones (what buildx pushes today; what skopeo reads from an OCI layout).
@@ -141,6 +147,13 @@ func New(fixture string, opts ...Option) (v1.Image, error) {
 			dir("usr/"), dir("usr/local/"), dir("usr/local/bin/"),
 			{name: "usr/local/bin/function", mode: 0o755, data: bin},
 		})
+		if err != nil {
+			return nil, err
+		}
+		layers = append(layers, l)
+	}
+	if o.mountPoints {
+		l, err := layerFromEntries(o.oci, []entry{dir("dev/"), dir("proc/"), dir("sys/")})
 		if err != nil {
 			return nil, err
 		}
@@ -473,4 +486,39 @@ func moduleRoot() (string, error) {
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// Named is an image reference and the fixture its image is built from.
+type Named struct{ Ref, Fixture string }
+
+// WriteLayout builds each image (New with opts) and writes them to a fresh
+// OCI image layout at out (anything there before is removed), each named in
+// the index by its full reference (org.opencontainers.image.ref.name), ready
+// for `kptr cache import`. It returns the images' digests in order.
+func WriteLayout(out string, images []Named, opts ...Option) ([]v1.Hash, error) {
+	if err := os.RemoveAll(out); err != nil {
+		return nil, err
+	}
+	p, err := layout.Write(out, empty.Index)
+	if err != nil {
+		return nil, err
+	}
+	digests := make([]v1.Hash, 0, len(images))
+	for _, im := range images {
+		img, err := New(im.Fixture, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", im.Ref, err)
+		}
+		if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{
+			"org.opencontainers.image.ref.name": im.Ref,
+		})); err != nil {
+			return nil, fmt.Errorf("%s: %w", im.Ref, err)
+		}
+		d, err := img.Digest()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", im.Ref, err)
+		}
+		digests = append(digests, d)
+	}
+	return digests, nil
 }
