@@ -292,7 +292,8 @@ func redact(s string) string {
 // operator's policy enforced around the cache and the runners. The cache and
 // the sandbox are opened only when a function image actually runs.
 func renderForGenerate(ctx context.Context, g *globals, p *policy, dir string) ([]*yaml.RNode, error) {
-	env := &lazyEnv{ctx: ctx, g: g}
+	// memoised by default: Argo CD regenerates unchanged apps on every commit
+	env := &lazyEnv{ctx: ctx, g: g, memo: g.memoOn(true)}
 	res := &allowListResolver{next: env, patterns: p.AllowedImages}
 	causes := &causeRecorder{}
 	maxOut := envInt64(g.getenv("KPTR_FN_MAX_OUTPUT"), 0)
