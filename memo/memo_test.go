@@ -454,29 +454,29 @@ func TestOpenForOwnCache(t *testing.T) {
 }
 
 // TestPrepareOnlyAfterMiss: while every run is replayed, nothing is
-// prepared; after a miss, or for a run that cannot be replayed, it is.
+// prepared; a request held back is forwarded when a run misses; after a
+// miss, or for a run that cannot be replayed, requests go through at once.
 func TestPrepareOnlyAfterMiss(t *testing.T) {
 	r, fn := newRunner(t)
 	run(t, r, bundle(), invocation("x"))
 	r2 := &Runner{Next: fn, Store: r.Store, Variant: r.Variant}
+	prepared := func(want int32, when string) {
+		t.Helper()
+		if got := fn.prepared.Load(); got != want {
+			t.Fatalf("%s: %d prepared, want %d", when, got, want)
+		}
+	}
 	r2.Prepare(context.Background(), bundle(), invocation(""))
+	prepared(0, "before any run")
 	net := invocation("")
 	net.Network = true
-	if fn.prepared.Load() != 0 {
-		t.Fatal("prepared before any miss")
-	}
 	r2.Prepare(context.Background(), bundle(), net)
-	if fn.prepared.Load() != 1 {
-		t.Fatal("a run that cannot be replayed was not prepared")
-	}
+	prepared(1, "a run that cannot be replayed")
 	run(t, r2, bundle(), invocation("x")) // a hit
 	r2.Prepare(context.Background(), bundle(), invocation(""))
-	if fn.prepared.Load() != 1 {
-		t.Fatal("prepared after hits only")
-	}
-	run(t, r2, bundle(), invocation("y")) // a miss
+	prepared(1, "after hits only")
+	run(t, r2, bundle(), invocation("y")) // a miss releases the held-back request
+	prepared(2, "after the first miss")
 	r2.Prepare(context.Background(), bundle(), invocation(""))
-	if fn.prepared.Load() != 2 {
-		t.Fatal("not prepared after a miss")
-	}
+	prepared(3, "after a miss")
 }

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/kptr-dev/kptr/cache"
@@ -23,15 +23,18 @@ type Runner struct {
 	// configured them. Runs under another variant never share records.
 	Variant string
 
-	// missed is set by the first run that was not a hit (Prepare).
-	missed atomic.Bool
+	mu sync.Mutex
+	// missed is set by the first run that was not replayed (Prepare).
+	missed bool
+	// pending is a Prepare held back until a run misses.
+	pending func()
 }
 
 // Run replays a record of the same run or runs b through Next (recording
 // a success). Stdin is read in full before either.
 func (r *Runner) Run(ctx context.Context, b cache.Bundle, inv runtime.Invocation) (runtime.Result, error) {
 	if r.Store == nil || !Eligible(b, inv) {
-		r.missed.Store(true)
+		r.miss()
 		return r.Next.Run(ctx, b, inv)
 	}
 	t0 := time.Now()
@@ -46,7 +49,7 @@ func (r *Runner) Run(ctx context.Context, b cache.Bundle, inv runtime.Invocation
 	if rec, ok := r.Store.Get(k); ok && rec.ExitCode == 0 && (inv.Timeout <= 0 || rec.Duration < inv.Timeout) {
 		return runtime.Result{Stdout: rec.Stdout, Stderr: rec.Stderr, Duration: time.Since(t0), Reused: true}, nil
 	}
-	r.missed.Store(true)
+	r.miss()
 	inv.Stdin = bytes.NewReader(stdin)
 	res, err := r.Next.Run(ctx, b, inv)
 	if err == nil && res.ExitCode == 0 && ctx.Err() == nil {
@@ -56,17 +59,38 @@ func (r *Runner) Run(ctx context.Context, b cache.Bundle, inv runtime.Invocation
 	return res, err
 }
 
+// miss notes a run that is not replayed and releases a held-back Prepare
+// (the next function's sandbox is then set up while this one runs, as
+// without memoisation).
+func (r *Runner) miss() {
+	r.mu.Lock()
+	r.missed = true
+	p := r.pending
+	r.pending = nil
+	r.mu.Unlock()
+	if p != nil {
+		p()
+	}
+}
+
 // Prepare forwards to Next (when it is a runtime.Preparer) once a run of
-// this Runner was not a hit, or for an invocation that cannot be one:
+// this Runner was not replayed, or for an invocation that cannot be. Until
+// then it holds the latest request back and forwards it when a run misses:
 // while every run is replayed, a prepared sandbox would only cost its
-// start-up and be thrown away.
+// start-up (and the sandbox's probe) and be thrown away.
 func (r *Runner) Prepare(ctx context.Context, b cache.Bundle, inv runtime.Invocation) {
-	if r.Store != nil && Eligible(b, inv) && !r.missed.Load() {
+	p, ok := r.Next.(runtime.Preparer)
+	if !ok {
 		return
 	}
-	if p, ok := r.Next.(runtime.Preparer); ok {
-		p.Prepare(ctx, b, inv)
+	r.mu.Lock()
+	if r.Store != nil && Eligible(b, inv) && !r.missed {
+		r.pending = func() { p.Prepare(ctx, b, inv) }
+		r.mu.Unlock()
+		return
 	}
+	r.mu.Unlock()
+	p.Prepare(ctx, b, inv)
 }
 
 var _ runtime.Preparer = (*Runner)(nil)
