@@ -102,6 +102,13 @@ func (l *lazyEnv) Resolve(ctx context.Context, ref string) (cache.Bundle, error)
 		return cache.Bundle{}, err
 	}
 	b, err := l.c.Resolve(ctx, ref)
+	if err != nil && l.memo {
+		// as without memo: a sandbox that cannot run is the cause
+		// reported first (the image could not run either way)
+		if _, serr := l.sb.open(); serr != nil {
+			err = serr
+		}
+	}
 	l.cause.note(err)
 	return b, err
 }
