@@ -35,45 +35,61 @@ func Eligible(b cache.Bundle, inv runtime.Invocation) bool {
 // options); inv.Stdin is not read (stdin is passed separately). Every field
 // is tagged and length-prefixed, so no two different inputs encode alike.
 func KeyOf(b cache.Bundle, inv runtime.Invocation, variant string, stdin []byte) Key {
-	e := encoder{h: sha256.New()}
-	e.str("format", "kptr-memo-key/v"+strconv.Itoa(FormatVersion))
-	e.str("digest", b.Digest.String())
-	e.list("entrypoint", b.Config.Entrypoint)
-	e.list("cmd", b.Config.Cmd)
-	e.str("workdir", b.Config.WorkingDir)
-	e.str("user", b.Config.User)
-	e.list("image-env", b.Config.Env)
-	e.list("env", inv.Env)
-	e.str("as-current-user", strconv.FormatBool(inv.AsCurrentUser))
-	e.str("max-output", strconv.FormatInt(inv.MaxOutput, 10))
-	e.str("variant", variant)
-	e.bytes("stdin", stdin)
+	e := NewKey("run")
+	e.Str("digest", b.Digest.String())
+	e.List("entrypoint", b.Config.Entrypoint)
+	e.List("cmd", b.Config.Cmd)
+	e.Str("workdir", b.Config.WorkingDir)
+	e.Str("user", b.Config.User)
+	e.List("image-env", b.Config.Env)
+	e.List("env", inv.Env)
+	e.Str("as-current-user", strconv.FormatBool(inv.AsCurrentUser))
+	e.Str("max-output", strconv.FormatInt(inv.MaxOutput, 10))
+	e.Str("variant", variant)
+	e.Bytes("stdin", stdin)
+	return e.Sum()
+}
+
+// KeyBuilder hashes tagged, length-prefixed fields into a Key: what a
+// caller that memoises more than one run (a whole render) keys its record
+// by. Keys of different kinds never collide.
+type KeyBuilder struct {
+	h   hash.Hash
+	buf [binary.MaxVarintLen64]byte
+}
+
+// NewKey starts a key of kind, under the current FormatVersion.
+func NewKey(kind string) *KeyBuilder {
+	e := &KeyBuilder{h: sha256.New()}
+	e.Str("format", "kptr-memo-key/v"+strconv.Itoa(FormatVersion))
+	e.Str("kind", kind)
+	return e
+}
+
+// Sum is the key of the fields written so far.
+func (e *KeyBuilder) Sum() Key {
 	var k Key
 	e.h.Sum(k[:0])
 	return k
 }
 
-// encoder writes tagged, length-prefixed fields into a hash.
-type encoder struct {
-	h   hash.Hash
-	buf [binary.MaxVarintLen64]byte
-}
-
-func (e *encoder) uvarint(n uint64) {
+func (e *KeyBuilder) uvarint(n uint64) {
 	e.h.Write(e.buf[:binary.PutUvarint(e.buf[:], n)])
 }
 
-func (e *encoder) bytes(tag string, b []byte) {
+// Bytes adds a field.
+func (e *KeyBuilder) Bytes(tag string, b []byte) {
 	e.uvarint(uint64(len(tag)))
 	e.h.Write([]byte(tag))
 	e.uvarint(uint64(len(b)))
 	e.h.Write(b)
 }
 
-func (e *encoder) str(tag, s string) { e.bytes(tag, []byte(s)) }
+// Str adds a string field.
+func (e *KeyBuilder) Str(tag, s string) { e.Bytes(tag, []byte(s)) }
 
-// list encodes a nil list and an empty one alike (Docker treats them alike).
-func (e *encoder) list(tag string, l []string) {
+// List adds a list field (nil and empty alike: Docker treats them alike).
+func (e *KeyBuilder) List(tag string, l []string) {
 	e.uvarint(uint64(len(tag)))
 	e.h.Write([]byte(tag))
 	e.uvarint(uint64(len(l)))

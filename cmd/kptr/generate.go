@@ -95,7 +95,7 @@ func (g *globals) runGenerate(ctx context.Context, c *cobra.Command, p *policy, 
 		ctx, cancel = context.WithTimeout(ctx, p.Timeout)
 		defer cancel()
 	}
-	out, err := generate(ctx, g, p, dir)
+	out, err := generateMemoised(ctx, g, p, dir)
 	if err != nil {
 		if p.Timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			// Say which limit struck: the cause underneath is only

@@ -103,24 +103,47 @@ func TestMemoReplaysOnlyTheSameRun(t *testing.T) {
 }
 
 // TestMemoGenerate: generate memoises by default (Argo CD's unchanged
-// apps); the second generate of an unchanged app replays every function
-// and prints the same manifests.
+// apps): the second generate of an unchanged app replays its manifests
+// without running anything; a changed file replays only the functions whose
+// input did not change; the operator's narrowed allow-list is never
+// bypassed by a replay; the app's own parameters cannot turn memo on or off.
 func TestMemoGenerate(t *testing.T) {
+	const appReplayed = "replayed the recorded manifests"
 	forEachIdentity(t, func(t *testing.T, h *harness) {
 		ref := h.importFixture(t, "kptr-fx", nil)
-		pkg := h.pkg(t, "app", memoPkg(ref, "web"))
+		files := memoPkg(ref, "web")
+		// the first function sees a alone, the second every resource
+		files["Kptfile"] += "    selectors:\n    - name: a\n  - image: " + ref + "\n    configMap:\n      op: set\n      name: b\n      key: k\n      value: x\n"
+		files["b.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n"
+		pkg := h.pkg(t, "app", files)
 		gen := func(env ...string) *result {
-			return h.kptr(t, call{args: []string{"generate"}, dir: pkg, env: append(env, "KPTR_LOG_LEVEL=debug", "KPTR_ALLOWED_IMAGES=example.test/*")}).exits(t, 0)
+			return h.kptr(t, call{args: []string{"generate"}, dir: pkg, env: append([]string{"KPTR_LOG_LEVEL=debug", "KPTR_ALLOWED_IMAGES=example.test/*"}, env...)})
 		}
-		first := gen().never(t, memoCached)
+		first := gen().exits(t, 0).never(t, memoCached).never(t, appReplayed)
 		var again *result
-		for range 5 {
-			again = gen().says(t, memoCached)
+		for range 3 {
+			again = gen("ARGOCD_APP_REVISION=" + fmt.Sprint(time.Now().UnixNano())).exits(t, 0).says(t, appReplayed).never(t, "[RUNNING]")
 			if again.stdout != first.stdout {
 				t.Fatalf("replayed manifests differ:\n%s\nfirst:\n%s", again.stdout, first.stdout)
 			}
 		}
-		gen("KPTR_MEMO=off").never(t, memoCached)
+		gen("KPTR_MEMO=off").exits(t, 0).never(t, memoCached).never(t, appReplayed)
+		gen("ARGOCD_ENV_KPTR_MEMO=off", "PARAM_MEMO=off").exits(t, 0).says(t, appReplayed)
+		// the narrowed allow-list refuses, as without memo
+		gen("KPTR_ALLOWED_IMAGES=example.test/other").exits(t, 2).says(t, "not allowed by the operator's policy").never(t, appReplayed)
+		// with an annotation domain the app's metadata is in the key
+		a := gen("KPTR_ANNOTATION_DOMAIN=kptr.dev", "ARGOCD_APP_NAME=one").exits(t, 0)
+		b := gen("KPTR_ANNOTATION_DOMAIN=kptr.dev", "ARGOCD_APP_NAME=two").exits(t, 0).never(t, appReplayed)
+		if !strings.Contains(a.stdout, "app-name: one") || !strings.Contains(b.stdout, "app-name: two") {
+			t.Fatalf("app metadata replayed:\n%s\n%s", a.stdout, b.stdout)
+		}
+		// a changed file: the app runs again, the function whose input
+		// did not change replays, the other runs
+		h.write(t, pkg, map[string]string{"b.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\ndata:\n  other: y\n"})
+		changed := gen().exits(t, 0).never(t, appReplayed)
+		if strings.Count(changed.stderr, memoCached) != 1 || !strings.Contains(changed.stdout, "other: y") || !strings.Contains(changed.stdout, "k: x") {
+			t.Fatalf("after a changed file, want one function replayed and the change rendered:\n%s\n%s", changed.stderr, changed.stdout)
+		}
 		t.Logf("generate: first %s, unchanged %s", first.elapsed.Round(time.Millisecond), again.elapsed.Round(time.Millisecond))
 	})
 }
