@@ -122,7 +122,7 @@ func TestMemoGenerate(t *testing.T) {
 		first := gen().exits(t, 0).never(t, memoCached).never(t, appReplayed)
 		var again *result
 		for range 3 {
-			again = gen("ARGOCD_APP_REVISION=" + fmt.Sprint(time.Now().UnixNano())).exits(t, 0).says(t, appReplayed).never(t, "[RUNNING]")
+			again = gen("ARGOCD_APP_REVISION="+fmt.Sprint(time.Now().UnixNano())).exits(t, 0).says(t, appReplayed).never(t, "[RUNNING]")
 			if again.stdout != first.stdout {
 				t.Fatalf("replayed manifests differ:\n%s\nfirst:\n%s", again.stdout, first.stdout)
 			}
