@@ -39,7 +39,8 @@
 // file operation goes through an os.Root on that directory.
 //
 // A record is written to a temporary file and renamed into place, so a
-// reader never sees a partial one; two processes recording the same key at
+// reader never sees a partial one (it is not synced: after a crash a
+// record may be damaged, which the checks below catch); two processes recording the same key at
 // once both succeed and one record wins (they are equivalent). On read a
 // record is checked before it is trusted: a regular file owned by the
 // current user, at most MaxEntryBytes, its magic and version, a SHA-256

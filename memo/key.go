@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"hash"
+	"io"
 	"strconv"
 
 	"github.com/kptr-dev/kptr/cache"
@@ -83,6 +84,20 @@ func (e *KeyBuilder) Bytes(tag string, b []byte) {
 	e.h.Write([]byte(tag))
 	e.uvarint(uint64(len(b)))
 	e.h.Write(b)
+}
+
+// Read adds a field of the n bytes r holds; false (and a key that must
+// not be used) when r does not hold exactly n bytes.
+func (e *KeyBuilder) Read(tag string, r io.Reader, n int64) bool {
+	e.uvarint(uint64(len(tag)))
+	e.h.Write([]byte(tag))
+	e.uvarint(uint64(n))
+	if c, err := io.CopyN(e.h, r, n); err != nil || c != n {
+		return false
+	}
+	var one [1]byte
+	m, _ := r.Read(one[:])
+	return m == 0
 }
 
 // Str adds a string field.

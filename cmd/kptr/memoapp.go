@@ -144,12 +144,18 @@ func hashTree(k *memo.KeyBuilder, dir string) bool {
 		case d.IsDir():
 			k.Str("dir", name+"\x00"+mode)
 		case d.Type().IsRegular():
-			b, err := fs.ReadFile(fsys, name)
+			f, err := fsys.Open(name)
 			if err != nil {
 				return err
 			}
 			k.Str("file", name+"\x00"+mode)
-			k.Bytes("content", b)
+			// streamed: a large file that is not YAML costs no memory
+			read := k.Read("content", f, info.Size())
+			f.Close()
+			if !read {
+				ok = false // changed while read
+				return fs.SkipAll
+			}
 		default:
 			ok = false
 			return fs.SkipAll
