@@ -159,7 +159,7 @@ func (r *renderer) runFunction(st *fnStep, pn *pkgNode, input []*yaml.RNode, fnC
 	}
 	pr.printf("\n")
 	t0 := time.Now()
-	r.pulled = 0
+	r.pulled, r.reused = 0, false
 	fr := &FnResult{Image: st.image, ExecPath: st.exec}
 	output, err := r.doFunction(st, pn, input, fnConfig, fr, keep)
 	// The function's time, as kpt main prints it: truncated to the
@@ -181,7 +181,12 @@ func (r *renderer) runFunction(st *fnStep, pn *pkgNode, input []*yaml.RNode, fnC
 		}
 		return nil, fr, err
 	}
-	pr.printf("[PASS] %q in %v\n", st.name(), elapsed)
+	if r.reused {
+		// memoised (package memo): the function did not run now
+		pr.printf("[PASS] %q in %v (cached result)\n", st.name(), elapsed)
+	} else {
+		pr.printf("[PASS] %q in %v\n", st.name(), elapsed)
+	}
 	printResults(pr, fr.Results)
 	printStderr(pr, fr.Stderr)
 	return output, fr, nil
@@ -421,7 +426,9 @@ func (r *renderer) invoke(st *fnStep, in io.Reader) (runtime.Result, error) {
 	if b.Pulled > 0 && !r.opts.KptTranscript {
 		r.pr.printf("  Pulled in %v\n", b.Pulled.Truncate(100*time.Millisecond))
 	}
-	return r.opts.Runner.Run(r.ctx, b, inv)
+	res, err := r.opts.Runner.Run(r.ctx, b, inv)
+	r.reused = res.Reused
+	return res, err
 }
 
 // enforcePathInvariants rejects output outside the package and duplicate

@@ -31,6 +31,7 @@ type renderer struct {
 	inputFiles                     map[string]bool // root-relative
 	latest                         map[*pkgNode][]*yaml.RNode
 	pulled                         time.Duration // the current function's image pull
+	reused                         bool          // the current function's result was replayed (runtime.Result.Reused)
 }
 
 // Render renders the package at dir as `kpt fn render` does and writes the

@@ -46,6 +46,9 @@ type Result struct {
 	// process (in the sandbox: including the container init it starts as);
 	// 0 when unknown.
 	MaxRSS int64
+	// Reused says the function did not run: this is the recorded result
+	// of an identical earlier run, replayed (package memo).
+	Reused bool
 }
 
 // Runner runs a bundle. Implementations are safe for concurrent use.

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/memo"
 )
 
 // openCache opens the image cache the global flags describe. Pull progress
@@ -159,7 +160,8 @@ func (g *globals) cacheLsCmd() *cobra.Command {
 function run (render, eval, generate) last used it (LAST USED, to the minute;
 "never" for an image only pulled, imported or prewarmed so far) and whether
 it is unpacked or held by a running kptr. prune's age and least-recently-used
-order count from the later of the last run and the last pull or resolve.
+order count from the later of the last run and the last pull or resolve. A
+last line counts the current user's memoised function results, if any.
 
 With IMAGE arguments only those are listed, and the exit code is 1 when one
 of them is not cached ("Error: No such image: IMAGE"), as docker image
@@ -221,7 +223,11 @@ inspect answers from docker's own store.`,
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r, shortDigest(im.Digest), orDash(im.Platform), humanBytes(im.Bytes), lastRun(im), state)
 			}
 		}
-		return tw.Flush()
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		g.listMemo(c)
+		return nil
 	})
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
@@ -275,7 +281,9 @@ func (g *globals) cachePruneCmd() *cobra.Command {
 --max-size, and every image not used for longer than --max-age; --all removes
 every image. At least one of them is needed. Blobs no remaining image
 references and stale temporaries go too. An image a running kptr holds is
-kept and named.`,
+kept and named. The current user's memoised function results are pruned by
+the same rules (their own size, not counted in the cache's), together with
+any that are over their standing bounds (256 MiB, 7 days unused) or damaged.`,
 		Example: `  kptr cache prune --max-size 2GiB
   kptr cache prune --max-age 720h --dry-run
   kptr cache prune --all`,
@@ -315,7 +323,7 @@ kept and named.`,
 			fmt.Fprintf(g.stdout, "kept %s %s: in use by a running kptr\n", shortDigest(im.Digest), strings.Join(im.Refs, ", "))
 		}
 		fmt.Fprintf(g.stdout, "%s %s; cache now %s\n", verb, humanBytes(rep.FreedBytes), humanBytes(rep.TotalBytes))
-		return nil
+		return g.pruneMemo(c, memo.PruneOptions{MaxBytes: o.MaxBytes, MaxAge: maxAge, All: all, DryRun: dry}, verb)
 	})
 	fs := c.Flags()
 	fs.StringVar(&maxSize, "max-size", "", "remove least recently used images until the cache is at most SIZE (e.g. 2GiB, 500MB)")

@@ -21,14 +21,18 @@ import (
 // lazyEnv opens the cache and the sandbox only when a function image is
 // actually run, so exec-only packages and Kptfile errors never need them,
 // and a failure to open them is a runtime failure of that function
-// (exit code 125 in kpt's terms).
+// (exit code 125 in kpt's terms). With memo, image runs go through a
+// memo.Runner, and the sandbox is opened by the first run that is not
+// replayed (a render whose every result is replayed never starts it).
 type lazyEnv struct {
 	ctx  context.Context
 	g    *globals
+	memo bool // memoise eligible runs (--memo, KPTR_MEMO)
 	once sync.Once
 	c    *cache.Cache
-	r    runtime.Runner
+	r    runtime.Runner // what image runs go through: the memo's Runner or the sandbox
 	err  error
+	sb   lazySandbox
 	// cause is the last error Resolve, ResolveConstraint or Run returned
 	// (see causeRecorder): what stopped a function from running.
 	cause causeRecorder
@@ -41,14 +45,55 @@ func (l *lazyEnv) init() error {
 			l.err = err
 			return
 		}
-		r, err := l.g.newRunner()
-		if err != nil {
-			l.err = err
+		l.c, l.sb.g = c, l.g
+		if !l.memo {
+			// opened now, as it always was: a sandbox that cannot run
+			// fails the first image function before its pull
+			if _, err := l.sb.open(); err != nil {
+				l.err = err
+				return
+			}
+			l.r = &l.sb
 			return
 		}
-		l.c, l.r = c, r
+		l.r = l.g.memoRunner(c, &l.sb)
 	})
 	return l.err
+}
+
+// lazySandbox is the function runner the global flags describe, opened by
+// its first Run or Prepare.
+type lazySandbox struct {
+	g    *globals
+	once sync.Once
+	r    runtime.Runner
+	err  error
+}
+
+func (s *lazySandbox) open() (runtime.Runner, error) {
+	s.once.Do(func() { s.r, s.err = s.g.newRunner() })
+	return s.r, s.err
+}
+
+func (s *lazySandbox) Run(ctx context.Context, b cache.Bundle, inv runtime.Invocation) (runtime.Result, error) {
+	r, err := s.open()
+	if err != nil {
+		return runtime.Result{}, err
+	}
+	return r.Run(ctx, b, inv)
+}
+
+// Prepare forwards to the sandbox. KPTR_PREPARE=0 turns preparing off
+// (every sandbox starts cold).
+func (s *lazySandbox) Prepare(ctx context.Context, b cache.Bundle, inv runtime.Invocation) {
+	if s.g.getenv("KPTR_PREPARE") == "0" {
+		return
+	}
+	if r, err := s.open(); err == nil {
+		if p, ok := r.(runtime.Preparer); ok {
+			p.Prepare(ctx, b, inv)
+		}
+	}
 }
 
 func (l *lazyEnv) Resolve(ctx context.Context, ref string) (cache.Bundle, error) {
@@ -57,6 +102,13 @@ func (l *lazyEnv) Resolve(ctx context.Context, ref string) (cache.Bundle, error)
 		return cache.Bundle{}, err
 	}
 	b, err := l.c.Resolve(ctx, ref)
+	if err != nil && l.memo {
+		// as without memo: a sandbox that cannot run is the cause
+		// reported first (the image could not run either way)
+		if _, serr := l.sb.open(); serr != nil {
+			err = serr
+		}
+	}
 	l.cause.note(err)
 	return b, err
 }
@@ -83,7 +135,7 @@ func (l *lazyEnv) Run(ctx context.Context, b cache.Bundle, inv runtime.Invocatio
 		l.cause.note(err)
 		return runtime.Result{}, err
 	}
-	l.c.MarkRun(b) // cache ls's LAST USED: the last run, not the last pull
+	l.c.MarkRun(b) // cache ls's LAST USED: the last run (or replay), not the last pull
 	res, err := l.r.Run(ctx, b, inv)
 	l.cause.note(err)
 	return res, err
@@ -175,7 +227,9 @@ func (g *globals) evalUsage(err error) error {
 // baseOptions are the pipeline options every fn command shares; env opens
 // the cache and the sandbox when a function image first runs.
 func (g *globals) baseOptions(ctx context.Context) (pipeline.Options, *lazyEnv) {
-	env := &lazyEnv{ctx: ctx, g: g}
+	// memoisation is opt-in for fn render and fn eval: kpt users expect
+	// every function to run (README, Memoised function results)
+	env := &lazyEnv{ctx: ctx, g: g, memo: g.memoOn(false)}
 	// KPTR_FN_MAX_OUTPUT caps a function's stdout and stderr (bytes).
 	maxOut, _ := strconv.ParseInt(g.getenv("KPTR_FN_MAX_OUTPUT"), 10, 64)
 	return pipeline.Options{

@@ -95,7 +95,7 @@ func (g *globals) runGenerate(ctx context.Context, c *cobra.Command, p *policy, 
 		ctx, cancel = context.WithTimeout(ctx, p.Timeout)
 		defer cancel()
 	}
-	out, err := generate(ctx, g, p, dir)
+	out, err := generateMemoised(ctx, g, p, dir)
 	if err != nil {
 		if p.Timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			// Say which limit struck: the cause underneath is only
@@ -292,7 +292,8 @@ func redact(s string) string {
 // operator's policy enforced around the cache and the runners. The cache and
 // the sandbox are opened only when a function image actually runs.
 func renderForGenerate(ctx context.Context, g *globals, p *policy, dir string) ([]*yaml.RNode, error) {
-	env := &lazyEnv{ctx: ctx, g: g}
+	// memoised by default: Argo CD regenerates unchanged apps on every commit
+	env := &lazyEnv{ctx: ctx, g: g, memo: g.memoOn(true)}
 	res := &allowListResolver{next: newFetchingResolver(env, p.FetchTimeout), patterns: p.AllowedImages}
 	causes := &causeRecorder{}
 	maxOut := envInt64(g.getenv("KPTR_FN_MAX_OUTPUT"), 0)

@@ -37,6 +37,7 @@ type globals struct {
 	fnTimeout   time.Duration
 	regTimeout  time.Duration
 	sandbox     string
+	memo        string // "on", "off" or "" (the command's default)
 	logLevel    string
 	progress    string
 
@@ -98,6 +99,7 @@ func (g *globals) settings() []settingGroup {
 		{scopeRun, func(fs *pflag.FlagSet) {
 			fs.DurationVar(&g.fnTimeout, "fn-timeout", envDuration(env("KPTR_FN_TIMEOUT"), 5*time.Minute), "time limit of one function run (KPTR_FN_TIMEOUT)")
 			fs.StringVar(&g.sandbox, "sandbox", envOr(env("KPTR_SANDBOX"), "auto"), "auto (the namespace tier, else the landlock tier, else refuse), namespace, landlock, or none (run functions unsandboxed) (KPTR_SANDBOX)")
+			fs.StringVar(&g.memo, "memo", strings.TrimSpace(env("KPTR_MEMO")), "on or off: replay the recorded result of an identical earlier run of a function image (by digest, no network, no mounts) instead of running it; default on for generate, off for fn render and fn eval (KPTR_MEMO)")
 		}},
 		{scopeLog, func(fs *pflag.FlagSet) {
 			fs.StringVar(&g.logLevel, "log-level", envOr(env("KPTR_LOG_LEVEL"), "info"), "debug, info, warn or error (KPTR_LOG_LEVEL)")
@@ -246,6 +248,14 @@ func (g *globals) checkSettings(fs *pflag.FlagSet) error {
 			break
 		}
 		return usageError("%s: want %s, got %q", from("sandbox", "KPTR_SANDBOX"), sandboxModes, g.sandbox)
+	}
+	switch g.memo {
+	case memoOn, memoOff, "":
+	default:
+		if !on("memo") {
+			break
+		}
+		return usageError("%s: want on or off, got %q", from("memo", "KPTR_MEMO"), g.memo)
 	}
 	switch g.progress {
 	case "auto", "plain", "none", "":

@@ -42,10 +42,10 @@ func (l *lazyEnv) ResolveCached(ctx context.Context, ref string) (cache.Bundle, 
 	return b, err == nil
 }
 
-// Prepare forwards to the sandbox (opened by ResolveCached before).
-// KPTR_PREPARE=0 turns preparing off (every sandbox starts cold).
+// Prepare forwards to the runner image runs go through (the memo's, which
+// prepares only once a run was not replayed, or the sandbox).
 func (l *lazyEnv) Prepare(ctx context.Context, b cache.Bundle, inv runtime.Invocation) {
-	if l.g.getenv("KPTR_PREPARE") == "0" || l.init() != nil {
+	if l.init() != nil {
 		return
 	}
 	if p, ok := l.r.(runtime.Preparer); ok {
@@ -92,4 +92,5 @@ var (
 	_ runtime.Preparer        = (*lazyEnv)(nil)
 	_ runtime.Preparer        = (*causeRunner)(nil)
 	_ runtime.Preparer        = (*runtime.Sandbox)(nil)
+	_ runtime.Preparer        = (*lazySandbox)(nil)
 )

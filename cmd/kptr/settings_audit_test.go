@@ -48,6 +48,8 @@ func TestBadGlobalSettingsAreUsageErrorsBeforeAnyFunction(t *testing.T) {
 		{"sandbox flag", []string{"--sandbox", "maybe"}, nil, "--sandbox: want auto, namespace, landlock or none, got \"maybe\""},
 		{"sandbox variable", nil, map[string]string{"KPTR_SANDBOX": "off"}, "KPTR_SANDBOX (--sandbox): want auto, namespace, landlock or none"},
 		{"progress", []string{"--progress", "fancy"}, nil, "--progress: want auto, plain or none"},
+		{"memo flag", []string{"--memo", "yes"}, nil, "--memo: want on or off, got \"yes\""},
+		{"memo variable", nil, map[string]string{"KPTR_MEMO": "maybe"}, "KPTR_MEMO (--memo): want on or off"},
 		{"log level", nil, map[string]string{"KPTR_LOG_LEVEL": "loud"}, "KPTR_LOG_LEVEL (--log-level)"},
 		{"timeout variable", nil, map[string]string{"KPTR_FN_TIMEOUT": "5 minutes"}, "KPTR_FN_TIMEOUT (--fn-timeout): want a duration"},
 		{"offline variable", nil, map[string]string{"KPTR_OFFLINE": "yes"}, "KPTR_OFFLINE (--offline): want true or false"},

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 
@@ -118,12 +119,22 @@ func (h *harness) importFixture(t *testing.T, fixture string, args []string) str
 			t.Fatal(err)
 		}
 	}
-	ref := "example.test/" + fixture + "-" + strings.NewReplacer(" ", "-", ".", "-", "/", "-").Replace(strings.ToLower(strings.Join(args, "-")))
+	ref := "example.test/" + fixture
+	if len(args) > 0 {
+		ref += "-" + strings.NewReplacer(" ", "-", ".", "-", "/", "-").Replace(strings.ToLower(strings.Join(args, "-")))
+	}
 	if len(ref) > 100 {
 		ref = ref[:100]
 	}
 	ref += ":v1"
-	img := fnimage.Build(t, fixture, fnimage.WithCmd(args...))
+	h.importImage(t, ref, fnimage.Build(t, fixture, fnimage.WithCmd(args...)))
+	return ref
+}
+
+// importImage imports img into the harness's cache as ref, as the
+// harness's identity.
+func (h *harness) importImage(t *testing.T, ref string, img v1.Image) {
+	t.Helper()
 	dir, err := os.MkdirTemp(h.base, "layout-")
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +148,6 @@ func (h *harness) importFixture(t *testing.T, fixture string, args []string) str
 	}
 	h.own(t, dir)
 	h.kptr(t, call{args: []string{"cache", "import", dir}}).exits(t, 0)
-	return ref
 }
 
 // stateDir is where the harness's kptr keeps run state ($TMPDIR/kptr-run-<uid>).

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"debug/elf"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/memo"
+	"github.com/kptr-dev/kptr/pipeline"
+)
+
+// A whole generate is memoised too (on with --memo, like its functions):
+// an unchanged Application is replayed without reading its resources as
+// YAML, running or replaying any function, or starting the sandbox. Its
+// key covers everything the manifests are a function of:
+//
+//   - every file and directory of the application's tree (path, type,
+//     mode, content); a tree with a symbolic link or a special file is not
+//     memoised as a whole;
+//   - the manifest digest each Kptfile image resolves to now, through the
+//     cache alone (an image not cached, a tag constraint, or
+//     --image-pull-policy Always: not memoised as a whole);
+//   - the operator's policy after the app's parameters (allow-list, limits,
+//     annotation domain), the app metadata the manifests carry (only with an
+//     annotation domain: the revision changes on every commit), the global
+//     settings a render reads (image prefix, function timeout and output
+//     limits, sandbox choice);
+//   - kptr itself (its Go build ID and module version): another build may
+//     render differently.
+//
+// A policy that allows exec functions or network is never memoised as a
+// whole (nor are such functions). Only a successful generate is recorded;
+// the record is the manifests it printed. The records share the function
+// memo's store, bounds and guarantees (package memo).
+
+// appMemo is a whole generate's key and the store to look it up in.
+type appMemo struct {
+	st  *memo.Store
+	key memo.Key
+}
+
+// openAppMemo computes the key of generating the app at dir under p; nil
+// when the app cannot be memoised as a whole (or memo is off).
+func (g *globals) openAppMemo(ctx context.Context, p *policy, dir string) *appMemo {
+	if !g.memoOn(true) || p.AllowExec || p.AllowNetwork {
+		return nil
+	}
+	if pp, err := cache.ParsePullPolicy(g.pullPolicy); err != nil || pp == cache.PullAlways {
+		return nil
+	}
+	id := kptrBuildID()
+	if id == "" {
+		return nil
+	}
+	k := memo.NewKey("generate")
+	k.Str("kptr", id)
+	if !hashTree(k, dir) {
+		return nil
+	}
+	images, err := pipeline.Images(dir, pipeline.Options{ImagePrefix: g.imagePrefix})
+	if err != nil {
+		return nil
+	}
+	c, err := g.openCacheWith(slog.LevelDebug, cache.WithOffline(true), cache.WithProgress(nil))
+	if err != nil {
+		return nil
+	}
+	defer c.Close()
+	allow := &allowListResolver{patterns: p.AllowedImages}
+	for _, ref := range images {
+		if allow.check(ref) != nil {
+			return nil // the render fails; nothing to replay
+		}
+		b, err := c.Resolve(ctx, ref)
+		if err != nil {
+			return nil
+		}
+		k.Str("image", ref+"@"+b.Digest.String())
+	}
+	k.Str("policy", fmt.Sprintf("%+v", *p))
+	if p.AnnotationDomain != "" {
+		// only then in the manifests (the revision changes on every commit)
+		k.Str("metadata", fmt.Sprintf("%q", appMetadata(g.getenv)))
+	}
+	k.Str("image-prefix", g.imagePrefix)
+	k.Str("fn-timeout", g.fnTimeout.String())
+	k.Str("fn-max-output", g.getenv("KPTR_FN_MAX_OUTPUT"))
+	k.Str("output-limits", fmt.Sprintf("%+v", g.outputLimits()))
+	k.Str("variant", g.memoVariant())
+	st, err := memo.OpenFor(c.Dir(), memo.Options{})
+	if err != nil {
+		g.logger().Warn("function results are not memoised", "err", err)
+		return nil
+	}
+	g.atExit = append(g.atExit, st.Close)
+	return &appMemo{st: st, key: k.Sum()}
+}
+
+// generateMemoised is generate with the app memoised as a whole when it
+// can be: a recorded success is replayed, a new one recorded.
+func generateMemoised(ctx context.Context, g *globals, p *policy, dir string) ([]byte, error) {
+	m := g.openAppMemo(ctx, p, dir)
+	if m != nil {
+		if rec, ok := m.st.Get(m.key); ok && (p.Timeout <= 0 || rec.Duration < p.Timeout) {
+			g.logger().Debug("replayed the recorded manifests of this unchanged application (memo)", "dir", displayPath(dir), "bytes", len(rec.Stdout))
+			return rec.Stdout, nil
+		}
+	}
+	t0 := time.Now()
+	out, err := generate(ctx, g, p, dir)
+	if m != nil && err == nil && ctx.Err() == nil {
+		_ = m.st.Put(m.key, memo.Record{Stdout: out, Duration: time.Since(t0)})
+	}
+	return out, err
+}
+
+// hashTree adds every entry beneath dir to k; false for a tree with an
+// entry that is neither a regular file nor a directory.
+func hashTree(k *memo.KeyBuilder, dir string) bool {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return false
+	}
+	defer root.Close()
+	fsys := root.FS()
+	ok := true
+	err = fs.WalkDir(fsys, ".", func(name string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		mode := strconv.FormatUint(uint64(info.Mode()), 8)
+		switch {
+		case d.IsDir():
+			k.Str("dir", name+"\x00"+mode)
+		case d.Type().IsRegular():
+			f, err := fsys.Open(name)
+			if err != nil {
+				return err
+			}
+			k.Str("file", name+"\x00"+mode)
+			// streamed: a large file that is not YAML costs no memory
+			read := k.Read("content", f, info.Size())
+			f.Close()
+			if !read {
+				ok = false // changed while read
+				return fs.SkipAll
+			}
+		default:
+			ok = false
+			return fs.SkipAll
+		}
+		return nil
+	})
+	return ok && err == nil
+}
+
+// kptrBuildID identifies this kptr build: the Go build ID of the running
+// binary (any change of its code changes it) and its module version; "" when
+// unknown (nothing is then memoised as a whole).
+func kptrBuildID() string {
+	f, err := elf.Open("/proc/self/exe")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	s := f.Section(".note.go.buildid")
+	if s == nil {
+		return ""
+	}
+	note, err := s.Data()
+	if err != nil || len(note) == 0 {
+		return ""
+	}
+	v := ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		v = bi.Main.Version + " " + bi.GoVersion
+	}
+	return string(note) + " " + v
+}

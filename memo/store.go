@@ -1,0 +1,324 @@
+package memo
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// Options bound a Store. Zero fields take the defaults.
+type Options struct {
+	// MaxBytes bounds the records' total size (default 256 MiB).
+	MaxBytes int64
+	// MaxAge removes records not used for longer (default 7 days).
+	MaxAge time.Duration
+	// MaxEntryBytes bounds one record (default 64 MiB, at most MaxBytes):
+	// a larger result is not recorded, a larger file is not read.
+	MaxEntryBytes int64
+}
+
+const (
+	defaultMaxBytes      = 256 << 20
+	defaultMaxAge        = 7 * 24 * time.Hour
+	defaultMaxEntryBytes = 64 << 20
+	// touchGranularity bounds how often a hit rewrites a record's mtime.
+	touchGranularity = time.Minute
+	// trimInterval bounds how often Put prunes, across processes.
+	trimInterval = time.Minute
+	// staleTmp is the age after which a temporary file is debris of a
+	// killed writer.
+	staleTmp = time.Hour
+)
+
+func (o Options) withDefaults() Options {
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = defaultMaxBytes
+	}
+	if o.MaxAge <= 0 {
+		o.MaxAge = defaultMaxAge
+	}
+	if o.MaxEntryBytes <= 0 {
+		o.MaxEntryBytes = defaultMaxEntryBytes
+	}
+	o.MaxEntryBytes = min(o.MaxEntryBytes, o.MaxBytes)
+	return o
+}
+
+// Record is what a memoised run returned.
+type Record struct {
+	Stdout, Stderr []byte
+	ExitCode       int
+	// Duration is how long the recorded run took.
+	Duration time.Duration
+}
+
+// Store holds records in one directory that only the current user can
+// reach (see the package doc).
+type Store struct {
+	dir  string
+	root *os.Root
+	o    Options
+	uid  int
+	now  func() time.Time
+}
+
+// Names inside the store directory: records are <key hex> (64 characters),
+// temporaries tmp-*, the trim stamp below.
+const (
+	tmpPrefix = "tmp-"
+	trimStamp = "trimmed"
+)
+
+// OpenFor opens the current user's store for the image cache in cacheDir:
+// cacheDir/memo when the current user owns cacheDir, else
+// $TMPDIR/kptr-memo-<uid>; when that is refused too, the error says why
+// (callers run without memoisation).
+func OpenFor(cacheDir string, o Options) (*Store, error) {
+	uid := os.Geteuid()
+	var errs []error
+	if st, err := os.Stat(cacheDir); err == nil && ownerOf(st) == uid {
+		s, err := Open(filepath.Join(cacheDir, "memo"), o)
+		if err == nil {
+			return s, nil
+		}
+		errs = append(errs, err)
+	}
+	s, err := Open(filepath.Join(os.TempDir(), "kptr-memo-"+strconv.Itoa(uid)), o)
+	if err == nil {
+		return s, nil
+	}
+	return nil, errors.Join(append(errs, err)...)
+}
+
+// Open opens (creating it, mode 0700) the store in dir. It refuses a
+// directory that is not owned by the current user or that group or others
+// can reach: its writer decides what a memoised render returns, its reader
+// sees the functions' inputs.
+func Open(dir string, o Options) (*Store, error) {
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("memo directory %s: %w", dir, err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("memo directory %s: %w", dir, err)
+	}
+	// checked on the handle every later operation goes through
+	st, err := root.Stat(".")
+	if err == nil {
+		err = checkPrivate(st, os.Geteuid())
+	}
+	if err != nil {
+		root.Close()
+		return nil, fmt.Errorf("memo directory %s: %w", dir, err)
+	}
+	return &Store{dir: dir, root: root, o: o.withDefaults(), uid: os.Geteuid(), now: time.Now}, nil
+}
+
+// checkPrivate accepts a directory owned by uid that nobody else can
+// read, write or enter.
+func checkPrivate(st fs.FileInfo, uid int) error {
+	switch {
+	case !st.IsDir():
+		return errors.New("not a directory")
+	case ownerOf(st) != uid:
+		return fmt.Errorf("owned by uid %d, not by the current user (uid %d): its owner would decide what a render returns", ownerOf(st), uid)
+	case st.Mode().Perm()&0o077 != 0:
+		return fmt.Errorf("mode %04o: group or others can reach it; want 0700", st.Mode().Perm())
+	}
+	return nil
+}
+
+func ownerOf(st fs.FileInfo) int {
+	if s, ok := st.Sys().(*syscall.Stat_t); ok {
+		return int(s.Uid)
+	}
+	return -1
+}
+
+// Dir is the store's directory.
+func (s *Store) Dir() string { return s.dir }
+
+// Close releases the directory handle.
+func (s *Store) Close() error { return s.root.Close() }
+
+// Get returns the record of k, if a valid one exists. A record that fails
+// any check is removed (best effort) and reported as absent. A hit marks
+// the record used.
+func (s *Store) Get(k Key) (Record, bool) {
+	name := k.String()
+	rec, err := s.read(name, k)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			_ = s.root.Remove(name)
+		}
+		return Record{}, false
+	}
+	s.touch(name)
+	return rec, true
+}
+
+// read opens and checks one record.
+func (s *Store) read(name string, k Key) (Record, error) {
+	f, err := s.root.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return Record{}, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return Record{}, err
+	}
+	switch {
+	case !st.Mode().IsRegular():
+		return Record{}, errors.New("not a regular file")
+	case ownerOf(st) != s.uid:
+		return Record{}, errors.New("not owned by the current user")
+	case st.Size() > s.o.MaxEntryBytes:
+		return Record{}, errors.New("too large")
+	}
+	b := make([]byte, st.Size())
+	if _, err := io.ReadFull(f, b); err != nil {
+		return Record{}, err
+	}
+	return decode(b, k)
+}
+
+// touch records a use in the record's mtime, at most once a minute.
+func (s *Store) touch(name string) {
+	st, err := s.root.Stat(name)
+	if err != nil || s.now().Sub(st.ModTime()) < touchGranularity {
+		return
+	}
+	now := s.now()
+	_ = s.root.Chtimes(name, now, now)
+}
+
+// Put records rec under k: written to a temporary file, renamed into place.
+// A record larger than MaxEntryBytes is not stored (no error). Put prunes
+// the store at most once a minute.
+func (s *Store) Put(k Key, rec Record) error {
+	b := encode(k, rec)
+	if int64(len(b)) > s.o.MaxEntryBytes {
+		return nil
+	}
+	tmp, name, err := s.createTemp()
+	if err != nil {
+		return fmt.Errorf("memo %s: %w", s.dir, err)
+	}
+	_, err = tmp.Write(b)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = s.root.Rename(name, k.String())
+	}
+	if err != nil {
+		_ = s.root.Remove(name)
+		return fmt.Errorf("memo %s: %w", s.dir, err)
+	}
+	s.maybeTrim()
+	return nil
+}
+
+// createTemp creates a fresh temporary file in the store and returns it
+// with its name in the store.
+func (s *Store) createTemp() (*os.File, string, error) {
+	for range 100 {
+		name := tmpPrefix + strconv.FormatUint(rand.Uint64(), 36)
+		f, err := s.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		return f, name, err
+	}
+	return nil, "", errors.New("no free temporary name")
+}
+
+// record file: magic, SHA-256 of the body, body. Body: the key, then
+// uvarint exit code (zig-zag), duration in ns, stdout, stderr (each
+// length-prefixed), nothing after.
+var magic = []byte("kptr-memo/" + strconv.Itoa(FormatVersion) + "\n")
+
+func encode(k Key, rec Record) []byte {
+	body := make([]byte, 0, len(k)+3*binary.MaxVarintLen64+len(rec.Stdout)+len(rec.Stderr)+2*binary.MaxVarintLen64)
+	body = append(body, k[:]...)
+	body = binary.AppendVarint(body, int64(rec.ExitCode))
+	body = binary.AppendUvarint(body, uint64(max(rec.Duration, 0)))
+	body = binary.AppendUvarint(body, uint64(len(rec.Stdout)))
+	body = append(body, rec.Stdout...)
+	body = binary.AppendUvarint(body, uint64(len(rec.Stderr)))
+	body = append(body, rec.Stderr...)
+	sum := sha256.Sum256(body)
+	out := make([]byte, 0, len(magic)+len(sum)+len(body))
+	out = append(out, magic...)
+	out = append(out, sum[:]...)
+	return append(out, body...)
+}
+
+var errCorrupt = errors.New("corrupt record")
+
+func decode(b []byte, k Key) (Record, error) {
+	if !bytes.HasPrefix(b, magic) || len(b) < len(magic)+sha256.Size+len(k) {
+		return Record{}, errCorrupt
+	}
+	b = b[len(magic):]
+	sum, body := b[:sha256.Size], b[sha256.Size:]
+	if got := sha256.Sum256(body); !bytes.Equal(got[:], sum) || !bytes.Equal(body[:len(k)], k[:]) {
+		return Record{}, errCorrupt
+	}
+	d := decoder{b: body[len(k):]}
+	exit := d.varint()
+	dur := d.uvarint()
+	stdout := d.bytes()
+	stderr := d.bytes()
+	if d.bad || len(d.b) != 0 || dur > 1<<62 {
+		return Record{}, errCorrupt
+	}
+	return Record{Stdout: stdout, Stderr: stderr, ExitCode: int(exit), Duration: time.Duration(dur)}, nil
+}
+
+type decoder struct {
+	b   []byte
+	bad bool
+}
+
+func (d *decoder) uvarint() uint64 {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.bad = true
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.bad = true
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) bytes() []byte {
+	n := d.uvarint()
+	if d.bad || n > uint64(len(d.b)) {
+		d.bad = true
+		return nil
+	}
+	v := d.b[:n:n]
+	d.b = d.b[n:]
+	return v
+}
