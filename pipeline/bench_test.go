@@ -30,9 +30,10 @@ func (r *timedRunner) Run(ctx context.Context, b cache.Bundle, inv runtime.Invoc
 	return res, err
 }
 
-// genPackage writes a package of n ConfigMaps, 100 per file, plus a Kptfile
-// naming three functions (images resolved to host fixture binaries).
-func genPackage(b *testing.B, dir string, n int, commented bool) {
+// genPackage writes a package of n ConfigMaps (or, with setters, kpt's
+// setter shape: see setterResource), 100 per file, plus a Kptfile naming
+// three functions (images resolved to host fixture binaries).
+func genPackage(b *testing.B, dir string, n int, commented, setters bool) {
 	kf := kptfile("bench", `pipeline:
   mutators:
     - image: cat
@@ -45,6 +46,18 @@ func genPackage(b *testing.B, dir string, n int, commented bool) {
 	}
 	var sb strings.Builder
 	for i := 0; i < n; i++ {
+		if setters {
+			sb.WriteString(setterResource(i))
+			if i%100 == 99 || i == n-1 {
+				if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("file-%04d.yaml", i/100)), []byte(sb.String()), 0o644); err != nil {
+					b.Fatal(err)
+				}
+				sb.Reset()
+			} else {
+				sb.WriteString("---\n")
+			}
+			continue
+		}
 		comment := ""
 		if commented {
 			comment = "  # the value\n"
@@ -59,6 +72,60 @@ func genPackage(b *testing.B, dir string, n int, commented bool) {
 			sb.WriteString("---\n")
 		}
 	}
+}
+
+// setterResource is resource i of a package in kpt's setter shape: 40%
+// Deployments with setter comments on fields, on fields of container
+// list items and on scalar list items, 30% Services with a commented
+// port, 30% ConfigMaps.
+func setterResource(i int) string {
+	switch i % 10 {
+	case 0, 1, 2, 3:
+		return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: app-%[1]d # kpt-set: app-${suffix}
+  labels:
+    app: app-%[1]d
+spec:
+  replicas: 3 # kpt-set: ${replicas}
+  selector:
+    matchLabels:
+      app: app-%[1]d
+  template:
+    metadata:
+      labels:
+        app: app-%[1]d
+    spec:
+      containers:
+      - name: app
+        image: nginx:1.25 # kpt-set: ${image}
+        args:
+        - --port=8080 # kpt-set: --port=${port}
+        - --verbose
+        ports:
+        - containerPort: 8080 # kpt-set: ${port}
+        env:
+        - name: MODE
+          value: prod # kpt-set: ${mode}
+        resources:
+          limits:
+            memory: 128Mi # kpt-set: ${memory}
+`, i)
+	case 4, 5, 6:
+		return fmt.Sprintf(`apiVersion: v1
+kind: Service
+metadata:
+  name: svc-%[1]d
+spec:
+  selector:
+    app: app-%[1]d
+  ports:
+  - port: 80
+    targetPort: 8080 # kpt-set: ${port}
+`, i)
+	}
+	return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-%d\ndata:\n  mode: prod # kpt-set: ${mode}\n", i)
 }
 
 func copyTree(b *testing.B, src, dst string) {
@@ -106,9 +173,9 @@ func BenchmarkRender(b *testing.B) {
 	cat := fnimage.Binary(b, "cat")
 	fx := fnimage.Binary(b, "kptr-fx")
 	cases := []struct {
-		n         int
-		commented bool
-	}{{1000, false}, {10000, false}, {1000, true}}
+		n                  int
+		commented, setters bool
+	}{{1000, false, false}, {10000, false, false}, {1000, true, false}, {1000, false, true}}
 	for _, c := range cases {
 		n := c.n
 		name := fmt.Sprintf("resources=%d", n)
@@ -117,9 +184,13 @@ func BenchmarkRender(b *testing.B) {
 			// kpt's comment copy-back, not the fast paths
 			name += "/commented"
 		}
+		if c.setters {
+			// kpt's setter shape, comments inside lists (copyWalk)
+			name += "/setters"
+		}
 		b.Run(name, func(b *testing.B) {
 			src := b.TempDir()
-			genPackage(b, src, n, c.commented)
+			genPackage(b, src, n, c.commented, c.setters)
 			fake := &fakeResolver{fx: fx, images: map[string][]string{}, fail: map[string]error{}}
 			res := func(ref string, argv ...string) { fake.images[ref] = argv }
 			res("ghcr.io/kptdev/krm-functions-catalog/label:latest", "op=label", "key=rendered", "value=yes")

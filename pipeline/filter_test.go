@@ -54,7 +54,7 @@ func TestRunFilterMatchesKyaml(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, _, err := runFilter(run, nil, b, OutputLimits{}, true)
+			got, _, err := runFilter(streamed(run), nil, b, OutputLimits{}, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -100,5 +100,14 @@ func TestWriteResourceListMatchesByteWriter(t *testing.T) {
 		if want.String() != got.String() {
 			t.Fatalf("differs:\n--- ByteWriter\n%s\n--- writeResourceList\n%s", want.String(), got.String())
 		}
+	}
+}
+
+// streamed adapts a function that reads and writes streams to runFilter's.
+func streamed(run func(io.Reader, io.Writer) error) func([]byte) ([]byte, error) {
+	return func(in []byte) ([]byte, error) {
+		var out bytes.Buffer
+		err := run(bytes.NewReader(in), &out)
+		return out.Bytes(), err
 	}
 }

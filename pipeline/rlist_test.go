@@ -159,7 +159,7 @@ func TestRunFilterReuseMatchesKyaml(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, _, gerr := runFilter(run, fc, b, OutputLimits{}, true)
+			got, _, gerr := runFilter(streamed(run), fc, b, OutputLimits{}, true)
 			if !bytes.Equal(gotIn, wantIn) {
 				t.Fatalf("%s/%s: the function read different bytes", name, fname)
 			}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -721,6 +722,11 @@ func (b *capBuffer) Write(p []byte) (int, error) {
 	if room := b.max - int64(len(b.buf)); int64(len(p)) > room {
 		b.buf = append(b.buf, p[:max(room, 0)]...)
 		return int(max(room, 0)), errCapped
+	}
+	if len(b.buf)+len(p) > cap(b.buf) {
+		// double (append grows large slices by a quarter: a function's
+		// multi-megabyte output was copied a dozen times into fresh memory)
+		b.buf = slices.Grow(b.buf, max(len(b.buf), len(p), 64<<10))
 	}
 	b.buf = append(b.buf, p...)
 	return len(p), nil
