@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
 	"testing"
 
@@ -141,17 +140,7 @@ func TestDiscardedOutputSameOutcome(t *testing.T) {
 	failed := 0
 	for name, nodes := range corpusPackages(t) {
 		for fname, f := range funcs {
-			run := func(r io.Reader, w io.Writer) error {
-				items, err := (&kio.ByteReader{Reader: r}).Read()
-				if err != nil {
-					return err
-				}
-				for _, n := range items {
-					f(n.Document())
-				}
-				return kio.ByteWriter{Writer: w, KeepReaderAnnotations: true, WrappingKind: kio.ResourceListKind, WrappingAPIVersion: kio.ResourceListAPIVersion,
-					Results: yaml.MustParse("- message: checked\n  severity: info\n")}.Write(items)
-			}
+			run := editingRun(f, yaml.MustParse("- message: checked\n  severity: info\n"), nil)
 			kept, discarded := copyAll(nodes), copyAll(nodes)
 			_, rk, ek := runFilter(streamed(run), nil, kept, OutputLimits{}, true)
 			_, rd, ed := runFilter(streamed(run), nil, discarded, OutputLimits{}, false)
@@ -203,22 +192,11 @@ func TestValidatorInputLeavesResources(t *testing.T) {
 		for _, fail := range []bool{false, true} {
 			for fname, f := range map[string]func(*yaml.Node){"identity": func(*yaml.Node) {}, "strip": strip,
 				"label": func(n *yaml.Node) { _ = yaml.NewRNode(n).PipeE(yaml.SetLabel("v", "x")) }} {
-				run := func(r io.Reader, w io.Writer) error {
-					items, err := (&kio.ByteReader{Reader: r}).Read()
-					if err != nil {
-						return err
-					}
-					for _, n := range items {
-						f(n.YNode())
-					}
-					if err := (kio.ByteWriter{Writer: w, KeepReaderAnnotations: true, WrappingKind: kio.ResourceListKind, WrappingAPIVersion: kio.ResourceListAPIVersion}).Write(items); err != nil {
-						return err
-					}
-					if fail {
-						return &execError{exitCode: 1}
-					}
-					return nil
+				var exit error
+				if fail {
+					exit = &execError{exitCode: 1}
 				}
+				run := editingRun(f, nil, exit)
 				copies := make([]*yaml.RNode, len(nodes))
 				for i, n := range nodes {
 					copies[i] = validatorInput(n)
