@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -725,8 +726,10 @@ func (b *capBuffer) Write(p []byte) (int, error) {
 	}
 	if len(b.buf)+len(p) > cap(b.buf) {
 		// double (append grows large slices by a quarter: a function's
-		// multi-megabyte output was copied a dozen times into fresh memory)
-		b.buf = slices.Grow(b.buf, max(len(b.buf), len(p), 64<<10))
+		// multi-megabyte output was copied a dozen times into fresh memory),
+		// asking for no room past max
+		room := int(min(b.max-int64(len(b.buf)), math.MaxInt))
+		b.buf = slices.Grow(b.buf, min(max(len(b.buf), len(p), 64<<10), room))
 	}
 	b.buf = append(b.buf, p...)
 	return len(p), nil
