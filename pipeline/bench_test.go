@@ -14,6 +14,7 @@ import (
 
 	"github.com/kptr-dev/kptr/cache"
 	"github.com/kptr-dev/kptr/runtime"
+	"github.com/kptr-dev/kptr/test/bench/pkggen"
 	"github.com/kptr-dev/kptr/test/fnimage"
 )
 
@@ -57,25 +58,6 @@ func genPackage(b *testing.B, dir string, n int, commented bool) {
 			sb.Reset()
 		} else {
 			sb.WriteString("---\n")
-		}
-	}
-}
-
-func copyTree(b *testing.B, src, dst string) {
-	entries, err := os.ReadDir(src)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := os.MkdirAll(dst, 0o755); err != nil {
-		b.Fatal(err)
-	}
-	for _, e := range entries {
-		data, err := os.ReadFile(filepath.Join(src, e.Name()))
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dst, e.Name()), data, 0o644); err != nil {
-			b.Fatal(err)
 		}
 	}
 }
@@ -124,63 +106,98 @@ func BenchmarkRender(b *testing.B) {
 			res := func(ref string, argv ...string) { fake.images[ref] = argv }
 			res("ghcr.io/kptdev/krm-functions-catalog/label:latest", "op=label", "key=rendered", "value=yes")
 			res("ghcr.io/kptdev/krm-functions-catalog/count:latest", "op=count")
-			catResolver := &benchResolver{fake: fake, cat: cat}
-			var total, fnTime, selfCPU, fnCPU time.Duration
-			var peak int64
-			for i := 0; i < b.N; i++ {
-				b.StopTimer()
-				dir := filepath.Join(b.TempDir(), "pkg")
-				copyTree(b, src, dir)
-				runner := &timedRunner{inner: runtime.Host{}}
-				resetPeakRSS()
-				b.StartTimer()
-				t0 := time.Now()
-				self0, children0 := cpuTimes()
-				out, err := Render(context.Background(), dir, Options{Resolver: catResolver, Runner: runner})
-				total += time.Since(t0)
-				self1, children1 := cpuTimes()
-				b.StopTimer()
-				selfCPU += self1 - self0
-				fnCPU += children1 - children0
-				if err != nil {
-					b.Fatal(err)
-				}
-				if out.Functions != 3 || len(out.Resources) != n+1 {
-					b.Fatalf("rendered %d resources with %d functions", len(out.Resources), out.Functions)
-				}
-				fnTime += time.Duration(runner.total.Load())
-				if p := peakRSS(); p > peak {
-					peak = p
-				}
-				b.StartTimer()
-			}
-			b.StopTimer()
-			overhead := total - fnTime
-			b.ReportMetric(float64(overhead.Milliseconds())/float64(b.N), "overhead-ms/op")
-			b.ReportMetric(100*float64(overhead)/float64(total), "overhead-%")
-			b.ReportMetric(float64(overhead.Microseconds())/float64(b.N)/float64(n), "overhead-µs/resource")
-			b.ReportMetric(float64(fnTime.Milliseconds())/float64(b.N), "functions-ms/op")
-			b.ReportMetric(float64(peak)/1024, "peak-RSS-MiB")
-			// the same split in CPU time, which parallelism and the
-			// machine's other load do not blur: kptr's own (all its
-			// threads, GC included) against the functions' processes
-			b.ReportMetric(float64(selfCPU.Milliseconds())/float64(b.N), "kptr-cpu-ms/op")
-			b.ReportMetric(float64(fnCPU.Milliseconds())/float64(b.N), "functions-cpu-ms/op")
-			b.ReportMetric(100*float64(selfCPU)/float64(selfCPU+fnCPU), "kptr-cpu-%")
+			catResolver := &fixtureResolver{fake: fake, bins: map[string]string{"ghcr.io/kptdev/krm-functions-catalog/cat:latest": cat}}
+			measureRender(b, src, n+1, 3, catResolver)
 		})
 	}
 }
 
-// benchResolver sends "cat" to the cat fixture and the rest to fakeResolver.
-type benchResolver struct {
-	fake *fakeResolver
-	cat  string
+// measureRender renders a copy of the package src in place b.N times
+// (wantResources resources out, wantFns functions run) and reports
+// kptr's own overhead: total time minus the functions' run time, as a
+// share of the total and per resource, the peak RSS of the process, and
+// the same split in CPU time.
+func measureRender(b *testing.B, src string, wantResources, wantFns int, resolver Resolver) {
+	n := wantResources
+	var total, fnTime, selfCPU, fnCPU time.Duration
+	var peak int64
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		dir := filepath.Join(b.TempDir(), "pkg")
+		if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
+			b.Fatal(err)
+		}
+		runner := &timedRunner{inner: runtime.Host{}}
+		resetPeakRSS()
+		b.StartTimer()
+		t0 := time.Now()
+		self0, children0 := cpuTimes()
+		out, err := Render(context.Background(), dir, Options{Resolver: resolver, Runner: runner})
+		total += time.Since(t0)
+		self1, children1 := cpuTimes()
+		b.StopTimer()
+		selfCPU += self1 - self0
+		fnCPU += children1 - children0
+		if err != nil {
+			b.Fatal(err)
+		}
+		if out.Functions != wantFns || len(out.Resources) != n {
+			b.Fatalf("rendered %d resources with %d functions", len(out.Resources), out.Functions)
+		}
+		fnTime += time.Duration(runner.total.Load())
+		if p := peakRSS(); p > peak {
+			peak = p
+		}
+		b.StartTimer()
+	}
+	b.StopTimer()
+	overhead := total - fnTime
+	b.ReportMetric(float64(overhead.Milliseconds())/float64(b.N), "overhead-ms/op")
+	b.ReportMetric(100*float64(overhead)/float64(total), "overhead-%")
+	b.ReportMetric(float64(overhead.Microseconds())/float64(b.N)/float64(n), "overhead-µs/resource")
+	b.ReportMetric(float64(fnTime.Milliseconds())/float64(b.N), "functions-ms/op")
+	b.ReportMetric(float64(peak)/1024, "peak-RSS-MiB")
+	// the same split in CPU time, which parallelism and the machine's
+	// other load do not blur: kptr's own (all its threads, GC included)
+	// against the functions' processes
+	b.ReportMetric(float64(selfCPU.Milliseconds())/float64(b.N), "kptr-cpu-ms/op")
+	b.ReportMetric(float64(fnCPU.Milliseconds())/float64(b.N), "functions-cpu-ms/op")
+	b.ReportMetric(100*float64(selfCPU)/float64(selfCPU+fnCPU), "kptr-cpu-%")
 }
 
-func (r *benchResolver) Resolve(ctx context.Context, ref string) (cache.Bundle, error) {
-	if ref == "ghcr.io/kptdev/krm-functions-catalog/cat:latest" {
+// BenchmarkRenderRealistic renders issue 13's realistic package
+// (test/bench/pkggen: setter comments inside lists, a subpackage,
+// apply-setters, set-namespace, set-labels as mutators and a validator,
+// the catalog-shaped fixtures run on the host) at 50, 500 and 5,000
+// resources, reporting what BenchmarkRender reports.
+func BenchmarkRenderRealistic(b *testing.B) {
+	fake := &fakeResolver{images: map[string][]string{}, fail: map[string]error{}}
+	res := &fixtureResolver{fake: fake, bins: map[string]string{}}
+	for _, f := range pkggen.Fixtures {
+		res.bins[pkggen.ImageRef(f)] = fnimage.Binary(b, f)
+	}
+	for _, n := range []int{50, 500, 5000} {
+		b.Run(fmt.Sprintf("resources=%d", n), func(b *testing.B) {
+			src := filepath.Join(b.TempDir(), "pkg")
+			if err := pkggen.Write(src, pkggen.Options{Resources: n}); err != nil {
+				b.Fatal(err)
+			}
+			// the resources, both Kptfiles and setters.yaml
+			measureRender(b, src, n+3, len(pkggen.Fixtures), res)
+		})
+	}
+}
+
+// fixtureResolver resolves the images it knows to host fixture binaries.
+type fixtureResolver struct {
+	fake *fakeResolver
+	bins map[string]string
+}
+
+func (r *fixtureResolver) Resolve(ctx context.Context, ref string) (cache.Bundle, error) {
+	if p, ok := r.bins[ref]; ok {
 		b := cache.Bundle{Ref: ref}
-		b.Config.Entrypoint = []string{r.cat}
+		b.Config.Entrypoint = []string{p}
 		return b, nil
 	}
 	return r.fake.Resolve(ctx, ref)

@@ -149,10 +149,11 @@ func TestCopyBackFastMatchesKyaml(t *testing.T) {
 func TestCopyBackFastDeclines(t *testing.T) {
 	from := yaml.MustParse("apiVersion: v1\nkind: X\nmetadata:\n  name: a # n\nspec:\n  list:\n  - a # in a list\n  s: |\n    x\n")
 	for name, src := range map[string]string{
-		"list-comment-and-changed-list": "apiVersion: v1\nkind: X\nmetadata:\n  name: a\nspec:\n  list:\n  - b\n  s: |\n    x\n",
-		"kind-changed":                  "apiVersion: v1\nkind: X\nmetadata: a\nspec:\n  list:\n  - a\n  s: |\n    x\n",
-		"out-of-order":                  "kind: X\napiVersion: v1\nmetadata:\n  name: a\nspec:\n  list:\n  - a\n  s: |\n    x\n",
-		"folded":                        "apiVersion: v1\nkind: X\nmetadata:\n  name: a\nspec:\n  list:\n  - a\n  s: >\n    x\n",
+		"value-to-null":  "apiVersion: v1\nkind: X\nmetadata:\n  name: a\nspec:\n  list:\n  - b\n  s: null\n",
+		"schema-comment": "apiVersion: v1\nkind: X\nmetadata:\n  name: a # {\"type\": \"integer\"}\nspec:\n  list:\n  - a\n  s: |\n    x\n",
+		"kind-changed":   "apiVersion: v1\nkind: X\nmetadata: a\nspec:\n  list:\n  - a\n  s: |\n    x\n",
+		"out-of-order":   "kind: X\napiVersion: v1\nmetadata:\n  name: a\nspec:\n  list:\n  - a\n  s: |\n    x\n",
+		"folded":         "apiVersion: v1\nkind: X\nmetadata:\n  name: a\nspec:\n  list:\n  - a\n  s: >\n    x\n",
 	} {
 		to := yaml.MustParse(src)
 		if copyBackFast(from.Copy(), to) {

@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"bytes"
 	"io"
 	"path"
 	"strconv"
@@ -13,18 +12,16 @@ import (
 )
 
 // runFilter is kyaml's runtimeutil.FunctionFilter with global scope (what
-// kpt uses for every call), with the same ResourceList in and out, but a
-// fast path for the comment and field-order copy-back: when neither the
-// input nor the output resource has a comment, the output has no folded
-// scalar and its fields already follow the input's order, kyaml's
-// CopyComments and SyncOrder would change nothing, so they are skipped
-// (they deep-copy and reflect over every node, which dominated large renders).
+// kpt uses for every call), with the same ResourceList in and out, but the
+// comment and field-order copy-back done by copyBackFast wherever it can
+// (kyaml's CopyComments and SyncOrder deep-copy and reflect over every
+// node, which dominated large renders).
 // The output is read within lim (OutputLimits). When the caller discards the
 // output (keep false: a validator's, which kpt runs on deep copies and
 // throws away), the copy-back is only checked for the error kpt would fail
 // the function with (copyBackError): the output's comments and field order
 // are left as the function printed them.
-func runFilter(run func(io.Reader, io.Writer) error, fnConfig *yaml.RNode, input []*yaml.RNode, lim OutputLimits, keep bool) ([]*yaml.RNode, *yaml.RNode, error) {
+func runFilter(run func(in []byte) (out []byte, err error), fnConfig *yaml.RNode, input []*yaml.RNode, lim OutputLimits, keep bool) ([]*yaml.RNode, *yaml.RNode, error) {
 	functionDir, err := functionScope(fnConfig)
 	if err != nil {
 		return nil, nil, err
@@ -41,9 +38,8 @@ func runFilter(run func(io.Reader, io.Writer) error, fnConfig *yaml.RNode, input
 	if err != nil {
 		return nil, nil, err
 	}
-	var out bytes.Buffer
-	exit := run(bytes.NewReader(in.data), &out)
-	output, results, reused, err := readResourceList(out.Bytes(), in, input, lim)
+	out, exit := run(in.data)
+	output, results, reused, err := readResourceList(out, in, input, lim)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -95,13 +91,10 @@ func runFilter(run func(io.Reader, io.Writer) error, fnConfig *yaml.RNode, input
 
 // copyBack gives to, a function's output for the input resource from, the
 // comments and field order of from, as kyaml's CopyComments then SyncOrder
-// do (failing where they fail once it runs them), skipping them where they
-// would change nothing and taking copyBackFast where it can. from is left
-// as it is. A variable only so that tests can count its calls.
+// do (failing where they fail), taking copyBackFast wherever it is sure of
+// kyaml's result. from is left as it is. A variable only so that tests can
+// count its calls.
 var copyBack = func(from, to *yaml.RNode) error {
-	if noDocComments(from) && noComments(from.YNode()) && noComments(to.YNode()) && noFolded(to.YNode()) && inOrder(from.YNode(), to.YNode()) {
-		return nil
-	}
 	if copyBackFast(from, to) {
 		return nil
 	}
@@ -113,9 +106,9 @@ var copyBack = func(from, to *yaml.RNode) error {
 
 // copyBackError is copyBack for an output that is discarded: it returns the
 // error copyBack would return, and runs copyBack (leaving to in any state)
-// only where copyBackCannotFail cannot rule that error out.
+// only where copyBackCheck cannot rule that error out.
 func copyBackError(from, to *yaml.RNode) error {
-	if f, t := from.YNode(), to.YNode(); f != nil && t != nil && copyBackCannotFail(f, t) {
+	if f, t := from.YNode(), to.YNode(); f != nil && t != nil && copyBackCheck(f, t) {
 		return nil
 	}
 	return copyBack(from, to)

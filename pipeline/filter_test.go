@@ -38,23 +38,14 @@ func TestRunFilterMatchesKyaml(t *testing.T) {
 	}
 	for iname, in := range inputs {
 		for fname, f := range funcs {
-			run := func(r io.Reader, w io.Writer) error {
-				nodes, err := (&kio.ByteReader{Reader: r}).Read()
-				if err != nil {
-					return err
-				}
-				for _, n := range nodes {
-					f(n.Document())
-				}
-				return kio.ByteWriter{Writer: w, KeepReaderAnnotations: true, WrappingKind: kio.ResourceListKind, WrappingAPIVersion: kio.ResourceListAPIVersion}.Write(nodes)
-			}
+			run := editingRun(f, nil, nil)
 			a, _ := (&kio.ByteReader{Reader: bytes.NewBufferString(in)}).Read()
 			b, _ := (&kio.ByteReader{Reader: bytes.NewBufferString(in)}).Read()
 			want, err := (&runtimeutil.FunctionFilter{Run: run, GlobalScope: true}).Filter(a)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, _, err := runFilter(run, nil, b, OutputLimits{}, true)
+			got, _, err := runFilter(streamed(run), nil, b, OutputLimits{}, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -100,5 +91,34 @@ func TestWriteResourceListMatchesByteWriter(t *testing.T) {
 		if want.String() != got.String() {
 			t.Fatalf("differs:\n--- ByteWriter\n%s\n--- writeResourceList\n%s", want.String(), got.String())
 		}
+	}
+}
+
+// streamed adapts a function that reads and writes streams to runFilter's.
+func streamed(run func(io.Reader, io.Writer) error) func([]byte) ([]byte, error) {
+	return func(in []byte) ([]byte, error) {
+		var out bytes.Buffer
+		err := run(bytes.NewReader(in), &out)
+		return out.Bytes(), err
+	}
+}
+
+// editingRun is a function that applies edit to the document of every
+// item of its ResourceList and prints the list back with results (none
+// when nil), then exits with exit.
+func editingRun(edit func(*yaml.Node), results *yaml.RNode, exit error) func(io.Reader, io.Writer) error {
+	return func(r io.Reader, w io.Writer) error {
+		items, err := (&kio.ByteReader{Reader: r}).Read()
+		if err != nil {
+			return err
+		}
+		for _, n := range items {
+			edit(n.Document())
+		}
+		if err := (kio.ByteWriter{Writer: w, KeepReaderAnnotations: true, WrappingKind: kio.ResourceListKind,
+			WrappingAPIVersion: kio.ResourceListAPIVersion, Results: results}).Write(items); err != nil {
+			return err
+		}
+		return exit
 	}
 }

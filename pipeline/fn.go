@@ -219,29 +219,26 @@ func (r *renderer) doFunction(st *fnStep, pn *pkgNode, input []*yaml.RNode, fnCo
 		return nil, fmt.Errorf("input resource list must contain only KRM resources: %s", err.Error())
 	}
 	var stderr []byte
-	run := func(in io.Reader, out io.Writer) error {
-		res, err := r.invoke(st, in)
+	run := func(in []byte) ([]byte, error) {
+		res, err := r.invoke(st, bytes.NewReader(in))
 		stderr = res.Stderr
 		if err != nil {
 			if se := execStartError(st, err); se != nil {
-				return se
+				return nil, se
 			}
 			stderr = []byte(err.Error() + "\n")
 			if st.image != "" {
 				stderr = []byte(runtimeFailure(st.image, err))
 			}
-			return &execError{exitCode: 125, stderr: string(stderr)}
+			return nil, &execError{exitCode: 125, stderr: string(stderr)}
 		}
 		if st.image != "" && len(stderr) > 0 {
 			stderr = []byte(containerStderr(stderr))
 		}
-		if _, werr := out.Write(res.Stdout); werr != nil {
-			return werr
-		}
 		if res.ExitCode != 0 {
-			return &execError{exitCode: res.ExitCode, stderr: string(stderr)}
+			return res.Stdout, &execError{exitCode: res.ExitCode, stderr: string(stderr)}
 		}
-		return nil
+		return res.Stdout, nil
 	}
 	output, rlResults, err := runFilter(run, fnConfig, input, r.opts.Limits, keep)
 	fr.Stderr = string(stderr)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -575,7 +576,7 @@ func (r *renderer) runValidators(pn *pkgNode, input []*yaml.RNode) error {
 		selected := selectInput(items, f.Selectors, f.Exclusions)
 		copies := make([]*yaml.RNode, len(selected))
 		for j, n := range selected {
-			copies[j] = n.Copy()
+			copies[j] = validatorInput(n)
 		}
 		if i+1 < len(steps) {
 			r.prepareNext(steps[i+1])
@@ -593,6 +594,45 @@ func (r *renderer) runValidators(pn *pkgNode, input []*yaml.RNode) error {
 		r.executed++
 	}
 	return nil
+}
+
+// validatorInput is what a validator runs on in place of kpt's deep copy
+// of rn: a run only changes a resource's top mapping, metadata and
+// annotations mappings and its annotations' values (ids set and cleared,
+// the package path set, empty annotations dropped: runFilter, doFunction),
+// so those are copied and the rest of the tree is shared with rn, which
+// the run leaves as it was (a package's validation no longer holds a
+// second copy of every resource). A resource whose metadata is not in the
+// plain shape gets a deep copy.
+func validatorInput(rn *yaml.RNode) *yaml.RNode {
+	root, md, ann, mi, ai, ok := metaNodes(rn)
+	if !ok || root == nil {
+		return rn.Copy()
+	}
+	shallow := func(n *yaml.Node) *yaml.Node {
+		c := *n
+		c.Content = slices.Clone(n.Content)
+		return &c
+	}
+	top := shallow(root)
+	if md != nil {
+		m := shallow(md)
+		top.Content[mi+1] = m
+		if ann != nil {
+			a := shallow(ann)
+			m.Content[ai+1] = a
+			for i := 1; i < len(a.Content); i += 2 {
+				v := *a.Content[i]
+				a.Content[i] = &v
+			}
+		}
+	}
+	if doc := rn.Document(); doc.Kind == yaml.DocumentNode {
+		d := *doc
+		d.Content = []*yaml.Node{top}
+		return yaml.NewRNode(&d)
+	}
+	return yaml.NewRNode(top)
 }
 
 // adjustRelPath makes every path annotation relative to the root package

@@ -68,9 +68,16 @@ func parseResults(node *yaml.RNode) ([]*framework.Result, error) {
 			node = items
 		}
 	}
+	// kpt prints the node and unmarshals the text; decoding the node is
+	// the same but for the line numbers of an error, so a failure is
+	// redone kpt's way (6,000 setter results spent a fifth of a render's
+	// own time printing and parsing them again)
 	var out []*framework.Result
-	if err := yaml.Unmarshal([]byte(node.MustString()), &out); err != nil {
-		return nil, err
+	if err := node.YNode().Decode(&out); err != nil {
+		out = nil
+		if err := yaml.Unmarshal([]byte(node.MustString()), &out); err != nil {
+			return nil, err
+		}
 	}
 	elems, err := node.Elements()
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"hash/maphash"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -53,6 +54,9 @@ func encodeResourceList(nodes []*yaml.RNode, fnConfig *yaml.RNode) (*encodedList
 	for i, n := range nodes {
 		if err := clearEmptyAnnotations(n); err != nil {
 			return nil, err
+		}
+		if cap(buf)-len(buf) < 16<<10 {
+			buf = slices.Grow(buf, len(buf)) // double, not append's quarter
 		}
 		start := len(buf)
 		var err error

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/kptr-dev/kptr/pipeline/internal/fastyaml"
+	"sigs.k8s.io/kustomize/kyaml/fn/framework"
 	"sigs.k8s.io/kustomize/kyaml/fn/runtime/runtimeutil"
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
@@ -159,7 +160,7 @@ func TestRunFilterReuseMatchesKyaml(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, _, gerr := runFilter(run, fc, b, OutputLimits{}, true)
+			got, _, gerr := runFilter(streamed(run), fc, b, OutputLimits{}, true)
 			if !bytes.Equal(gotIn, wantIn) {
 				t.Fatalf("%s/%s: the function read different bytes", name, fname)
 			}
@@ -273,4 +274,40 @@ func splitResourceList(out []byte, in *encodedList, input []*yaml.RNode) ([]*yam
 		return nil, nil, nil, false
 	}
 	return cut.decode(out, in, input)
+}
+
+// parseResults decodes the results node as kpt prints and parses it.
+func TestParseResultsMatchesKpt(t *testing.T) {
+	for _, src := range []string{
+		"- message: m\n  severity: warning\n  resourceRef: {apiVersion: v1, kind: ConfigMap, name: a, namespace: n}\n  field: {path: spec.x, currentValue: 3, proposedValue: [a, {b: c}]}\n  file: {path: a.yaml, index: 2}\n  tags: {k: v}\n",
+		"- message: &m anchored\n  severity: info\n- message: *m\n",
+		"- message: \"multi\\nline\"\n  severity: error\n  field:\n    path: a\n    currentValue: !!str 5\n",
+		"- message: 5\n  severity: 1\n  file: {index: \"3\"}\n",
+		"- message: x\n  file: {index: notanint}\n",
+		"- message: x\n  message: y\n",
+		"- [a, b]\n",
+		"- message: x\n  resourceRef:\n    apiVersion: v1\n    kind: Pod\n    metadata: {name: p, namespace: q}\n",
+		"items:\n- message: legacy\n  severity: info\n",
+		"- message: x\n  tags: [a]\n",
+	} {
+		node := yaml.MustParse(src)
+		var want []*framework.Result
+		werr := yaml.Unmarshal([]byte(node.MustString()), &want)
+		if node.YNode().Kind == yaml.MappingNode {
+			werr, want = nil, nil
+			items, _ := node.Pipe(yaml.Lookup("items"))
+			werr = yaml.Unmarshal([]byte(items.MustString()), &want)
+		}
+		got, gerr := parseResults(node)
+		if fmt.Sprint(werr) != fmt.Sprint(gerr) {
+			t.Fatalf("%q: kpt's way fails with %v, parseResults with %v", src, werr, gerr)
+		}
+		if werr == nil {
+			w, _ := yaml.Marshal(want)
+			g, _ := yaml.Marshal(got)
+			if !strings.Contains(src, "metadata") && string(w) != string(g) {
+				t.Fatalf("%q:\n%s\n%s", src, w, g)
+			}
+		}
+	}
 }

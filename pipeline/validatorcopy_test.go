@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
 	"testing"
 
@@ -141,20 +140,10 @@ func TestDiscardedOutputSameOutcome(t *testing.T) {
 	failed := 0
 	for name, nodes := range corpusPackages(t) {
 		for fname, f := range funcs {
-			run := func(r io.Reader, w io.Writer) error {
-				items, err := (&kio.ByteReader{Reader: r}).Read()
-				if err != nil {
-					return err
-				}
-				for _, n := range items {
-					f(n.Document())
-				}
-				return kio.ByteWriter{Writer: w, KeepReaderAnnotations: true, WrappingKind: kio.ResourceListKind, WrappingAPIVersion: kio.ResourceListAPIVersion,
-					Results: yaml.MustParse("- message: checked\n  severity: info\n")}.Write(items)
-			}
+			run := editingRun(f, yaml.MustParse("- message: checked\n  severity: info\n"), nil)
 			kept, discarded := copyAll(nodes), copyAll(nodes)
-			_, rk, ek := runFilter(run, nil, kept, OutputLimits{}, true)
-			_, rd, ed := runFilter(run, nil, discarded, OutputLimits{}, false)
+			_, rk, ek := runFilter(streamed(run), nil, kept, OutputLimits{}, true)
+			_, rd, ed := runFilter(streamed(run), nil, discarded, OutputLimits{}, false)
 			if fmt.Sprint(ek) != fmt.Sprint(ed) {
 				t.Fatalf("%s/%s: kept fails with %v, discarded with %v", name, fname, ek, ed)
 			}
@@ -174,5 +163,58 @@ func TestDiscardedOutputSameOutcome(t *testing.T) {
 	}
 	if failed == 0 {
 		t.Fatal("no failing case exercised")
+	}
+}
+
+// A validator's run on validatorInput copies leaves the resources as they
+// were, over the corpora and the annotation shapes runFilter edits, with
+// functions that print their input, reformat it or change every resource,
+// succeeding or failing.
+func TestValidatorInputLeavesResources(t *testing.T) {
+	extra := []*yaml.RNode{}
+	for _, s := range []string{
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n",
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  annotations: {}\n",
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  annotations:\n    config.k8s.io/id: '7'\n    x: y # c\n",
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  annotations:\n    internal.config.kubernetes.io/id: \"3\"\n",
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, annotations: {x: y}}\n",
+		"# head\n\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  labels: {a: b}\n",
+	} {
+		extra = append(extra, yaml.MustParse(s))
+	}
+	pkgs := corpusPackages(t)
+	pkgs["shapes"] = extra
+	for name, nodes := range pkgs {
+		before := make([]string, len(nodes))
+		for i, n := range nodes {
+			before[i] = dump(n)
+		}
+		for _, fail := range []bool{false, true} {
+			for fname, f := range map[string]func(*yaml.Node){"identity": func(*yaml.Node) {}, "strip": strip,
+				"label": func(n *yaml.Node) { _ = yaml.NewRNode(n).PipeE(yaml.SetLabel("v", "x")) }} {
+				var exit error
+				if fail {
+					exit = &execError{exitCode: 1}
+				}
+				run := editingRun(f, nil, exit)
+				copies := make([]*yaml.RNode, len(nodes))
+				for i, n := range nodes {
+					copies[i] = validatorInput(n)
+				}
+				output, _, _ := runFilter(streamed(run), nil, copies, OutputLimits{}, false)
+				for _, n := range copies { // what doFunction does after
+					_ = clearAnnotations(n, "config.k8s.io/id", "internal.config.kubernetes.io/id")
+					_ = clearEmptyAnnotations(n)
+				}
+				for _, n := range output {
+					_ = setAnnotation(n, pkgPathAnnotation, "pkg")
+				}
+				for i, n := range nodes {
+					if dump(n) != before[i] {
+						t.Fatalf("%s[%d]/%s fail=%v: the validator's run changed the resource:\n%s\n%s", name, i, fname, fail, before[i], dump(n))
+					}
+				}
+			}
+		}
 	}
 }

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -721,6 +723,13 @@ func (b *capBuffer) Write(p []byte) (int, error) {
 	if room := b.max - int64(len(b.buf)); int64(len(p)) > room {
 		b.buf = append(b.buf, p[:max(room, 0)]...)
 		return int(max(room, 0)), errCapped
+	}
+	if len(b.buf)+len(p) > cap(b.buf) {
+		// double (append grows large slices by a quarter: a function's
+		// multi-megabyte output was copied a dozen times into fresh memory),
+		// asking for no room past max
+		room := int(min(b.max-int64(len(b.buf)), math.MaxInt))
+		b.buf = slices.Grow(b.buf, min(max(len(b.buf), len(p), 64<<10), room))
 	}
 	b.buf = append(b.buf, p...)
 	return len(p), nil
