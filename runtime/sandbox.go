@@ -41,6 +41,11 @@ type Sandbox struct {
 	feat      Features
 	probes    []ProbeResult
 	probed    bool
+	// cached: feat and probes came from a cached verdict (verdict.go);
+	// rechecked: a failed start already made New's probes run afresh.
+	cached    bool
+	noCache   bool
+	rechecked atomic.Bool
 	// overlay: runs get a writable overlay of the image (Features.Overlay,
 	// verified for stateDir, unless WithOverlay(false)).
 	overlay   bool
@@ -81,6 +86,11 @@ func WithFeatures(f Features) Option {
 	return func(s *Sandbox) { s.feat, s.probed = f, true }
 }
 
+// WithProbeCache(false) makes New probe the environment even where a
+// cached verdict still matches it (see verdict.go); the fresh verdict
+// replaces the cached one. The default is true.
+func WithProbeCache(on bool) Option { return func(s *Sandbox) { s.noCache = !on } }
+
 // WithOverlay(false) keeps runs on the read-only view of the image (tmpfs
 // /tmp and $HOME only) even where an overlay would work. WithOverlay(true)
 // is the default: an overlay where the probe shows it works.
@@ -88,6 +98,9 @@ func WithOverlay(on bool) Option { return func(s *Sandbox) { s.noOverlay = !on }
 
 // New probes the environment and returns a Sandbox, or a *ProbeError naming
 // the prerequisite that is missing (kptr doctor explains how to fix it).
+// The probes' verdict is cached in the run-state directory and reused while
+// the kernel, the user, the process's confinement and the kptr build stay
+// the same (verdict.go); a run that then fails to start probes again once.
 func New(opts ...Option) (*Sandbox, error) {
 	s := &Sandbox{timeout: DefaultTimeout, maxOutput: DefaultMaxOutput, limits: DefaultLimits}
 	for _, o := range opts {
@@ -100,7 +113,7 @@ func New(opts ...Option) (*Sandbox, error) {
 		logrus.SetLevel(logrus.ErrorLevel)
 	}
 	if !s.probed {
-		s.probes, s.feat = Probe()
+		s.probes, s.feat, s.cached = ProbeCached(s.noCache)
 		if err := Required(s.probes); err != nil {
 			return nil, err
 		}
@@ -204,20 +217,62 @@ func (s *Sandbox) run(ctx context.Context, b cache.Bundle, inv Invocation) (Resu
 		// The prepared sandbox could not be released (its init died):
 		// nothing of the invocation was consumed, so start afresh.
 	}
+	res, err, started := s.runOnce(ctx, b, inv)
+	if err != nil && !started {
+		if retry, rerr := s.recheck(err); retry {
+			res, err, _ = s.runOnce(ctx, b, inv)
+		} else {
+			err = rerr
+		}
+	}
+	return res, err
+}
+
+// runOnce sets up and runs one sandbox; started is false when the run
+// failed before its init was started (set-up or the container's start:
+// what a probe would have caught), so nothing of inv was consumed. A failed
+// execve of the entrypoint is the image's (started is true then).
+func (s *Sandbox) runOnce(ctx context.Context, b cache.Bundle, inv Invocation) (_ Result, _ error, started bool) {
 	st, err := s.setup(b, inv)
 	if err != nil {
-		return Result{}, err
+		return Result{}, err, false
 	}
 	defer st.release(s.log)
 	if err := onStableThread(func() error { return st.c.Run(st.p) }); err != nil {
 		st.sio.closeChild()
-		return Result{}, fmt.Errorf("start: %w", unwrapStart(err))
+		return Result{}, fmt.Errorf("start: %w", unwrapStart(err)), false
 	}
 	st.sio.closeChild()
 	if err := st.watch(); err != nil {
-		return Result{}, err
+		return Result{}, err, false
 	}
-	return s.finish(ctx, st, inv)
+	res, err := s.finish(ctx, st, inv)
+	return res, err, true
+}
+
+// recheck is called when a run failed to start (startErr) with probe
+// results from a cached verdict: the environment may have changed in a way
+// the verdict's key cannot see (verdict.go). Once per Sandbox it probes
+// afresh, replacing the cached verdict. retry is true when the new verdict
+// differs but still allows runs: the Sandbox has adopted it and the run
+// should be tried again. Otherwise err is startErr, joined with the probe
+// error when the sandbox can no longer run at all.
+func (s *Sandbox) recheck(startErr error) (retry bool, err error) {
+	if !s.cached || !s.rechecked.CompareAndSwap(false, true) {
+		return false, startErr
+	}
+	results, f, _ := ProbeCached(true)
+	if perr := Required(results); perr != nil {
+		return false, fmt.Errorf("%w (probed again: %w)", startErr, perr)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sameVerdict(results, s.probes, f, s.feat) {
+		return false, startErr
+	}
+	s.log.Debug("sandbox: the cached probe verdict no longer described the environment; replaced it", "start-error", startErr)
+	s.probes, s.feat = results, f
+	return true, nil
 }
 
 // started is one sandbox being set up: its container, the init process and
