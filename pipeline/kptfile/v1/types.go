@@ -5,7 +5,6 @@
 package v1
 
 import (
-	"sigs.k8s.io/kustomize/kyaml/fn/framework"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
@@ -196,8 +195,8 @@ type PipelineStepResult struct {
 	ExecutionError string              `yaml:"executionError,omitempty" json:"executionError,omitempty"`
 	Stderr         string              `yaml:"stderr,omitempty" json:"stderr,omitempty"`
 	ExitCode       int                 `yaml:"exitCode" json:"exitCode"`
-	Results        []*framework.Result `yaml:"results,omitempty" json:"results,omitempty"`
-	ErrorResults   []*framework.Result `yaml:"errorResults,omitempty" json:"errorResults,omitempty"`
+	Results        []*Result `yaml:"results,omitempty" json:"results,omitempty"`
+	ErrorResults   []*Result `yaml:"errorResults,omitempty" json:"errorResults,omitempty"`
 }
 
 // UnmarshalYAML decodes a status leniently: status is render's output, never
