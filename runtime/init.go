@@ -16,6 +16,24 @@ const probeArg = "__kptr_probe"
 // reexecEnv marks a process that already tried the sealed re-exec.
 const reexecEnv = "_KPTR_SEALED_REEXEC"
 
+// Why the container init (and the landlock tier's launcher and confiner,
+// and the probe child) is the kptr binary itself and not a small dedicated
+// one: libcontainer starts its init from /proc/self/exe (or its sealed clone
+// of it) and offers no other path, so a separate init binary would need an
+// execve from a C constructor running after nsexec, and a sealed copy of
+// that binary shipped inside kptr (go:embed of a build product, which a
+// plain `go install` cannot produce) or installed next to it (lost by
+// whoever copies only kptr): a second executable to keep sealed, in step and
+// present, for ~3 ms of start-up. Measured instead (GODEBUG=inittrace=1,
+// perf stat; BENCHMARKS.md) and cut where the cost was kptr's own choice:
+// kptr no longer links kyaml's fn/framework (kube-openapi's strfmt and
+// govalidator compiled ~3 ms of regexps at every start, see
+// pipeline/kptfile/v1.Result), and kptr's own packages compute nothing at
+// init. What remains is the Go runtime's start and the package inits of
+// dependencies kptr needs (Masterminds/semver, go-digest, gnostic's
+// protobuf descriptors through kyaml/yaml); cmd/kptr's TestStartupImports
+// keeps the dropped ones out.
+
 // HandleInit must run first in main (and in TestMain of any test binary that
 // starts sandboxes), before flags are parsed or goroutines started: when the
 // process was started as a container init ("init"), a probe child or one of
