@@ -46,6 +46,9 @@ type Sandbox struct {
 	cached    bool
 	noCache   bool
 	rechecked atomic.Bool
+	// featMu guards feat, probes and overlay once New has returned: recheck
+	// may replace them while runs and preparations read them.
+	featMu sync.RWMutex
 	// overlay: runs get a writable overlay of the image (Features.Overlay,
 	// verified for stateDir, unless WithOverlay(false)).
 	overlay   bool
@@ -144,14 +147,26 @@ func New(opts ...Option) (*Sandbox, error) {
 }
 
 // Features returns what the sandbox adapted to.
-func (s *Sandbox) Features() Features { return s.feat }
+func (s *Sandbox) Features() Features {
+	s.featMu.RLock()
+	defer s.featMu.RUnlock()
+	return s.feat
+}
 
 // Overlay says whether runs see a writable overlay of the image (else the
 // image is read-only apart from tmpfs /tmp and $HOME).
-func (s *Sandbox) Overlay() bool { return s.overlay }
+func (s *Sandbox) Overlay() bool {
+	s.featMu.RLock()
+	defer s.featMu.RUnlock()
+	return s.overlay
+}
 
 // Probes returns the probe results New acted on (nil with WithFeatures).
-func (s *Sandbox) Probes() []ProbeResult { return s.probes }
+func (s *Sandbox) Probes() []ProbeResult {
+	s.featMu.RLock()
+	defer s.featMu.RUnlock()
+	return s.probes
+}
 
 // DefaultStateDir is where run state lives unless WithStateDir says
 // otherwise: $XDG_RUNTIME_DIR/kptr, else $TMPDIR/kptr-run-<uid>.
@@ -265,13 +280,14 @@ func (s *Sandbox) recheck(startErr error) (retry bool, err error) {
 	if perr := Required(results); perr != nil {
 		return false, fmt.Errorf("%w (probed again: %w)", startErr, perr)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.featMu.Lock()
+	defer s.featMu.Unlock()
 	if sameVerdict(results, s.probes, f, s.feat) {
 		return false, startErr
 	}
 	s.log.Debug("sandbox: the cached probe verdict no longer described the environment; replaced it", "start-error", startErr)
 	s.probes, s.feat = results, f
+	s.overlay = s.overlay && f.Overlay
 	return true, nil
 }
 
@@ -302,7 +318,10 @@ func (st *started) watch() error {
 
 // setup creates (but does not start) the sandbox of one run of b.
 func (s *Sandbox) setup(b cache.Bundle, inv Invocation) (_ *started, err error) {
-	proc, err := resolveProcess(b.Rootfs, b.Config, inv, s.feat.Root)
+	s.featMu.RLock()
+	feat, overlay := s.feat, s.overlay
+	s.featMu.RUnlock()
+	proc, err := resolveProcess(b.Rootfs, b.Config, inv, feat.Root)
 	if err != nil {
 		return nil, err
 	}
@@ -313,14 +332,14 @@ func (s *Sandbox) setup(b cache.Bundle, inv Invocation) (_ *started, err error) 
 	id := fmt.Sprintf("%s-%d", ownerName(), s.seq.Add(1))
 	spec := runSpec{
 		ID: id, Root: filepath.Join(s.stateDir, id+".root"), Image: b.Rootfs, Entries: entries,
-		Proc: proc, Inv: inv, Limits: s.limits, Feat: s.feat,
+		Proc: proc, Inv: inv, Limits: s.limits, Feat: feat,
 	}
 	spec.HomeMount = homeMountable(b.Rootfs, proc.Home, entries)
 	if fi, err := statIn(b.Rootfs, "/etc/resolv.conf"); err == nil && fi.Mode().IsRegular() {
 		spec.ResolvConf = true
 	}
 	spec.Direct = s.directRoot(b.Rootfs, spec)
-	if s.overlayFor(b.Rootfs) {
+	if overlay && overlayFor(b.Rootfs, feat) {
 		spec.RW = filepath.Join(s.stateDir, id+".rw")
 	}
 	if !spec.Direct {
@@ -347,7 +366,7 @@ func (s *Sandbox) setup(b cache.Bundle, inv Invocation) (_ *started, err error) 
 	}
 	if spec.RW != "" {
 		st.rw = spec.RW
-		if err := makeUppers(spec.RW, b.Rootfs, entries, s.feat); err != nil {
+		if err := makeUppers(spec.RW, b.Rootfs, entries, feat); err != nil {
 			return nil, fmt.Errorf("prepare overlay: %w", err)
 		}
 	}
@@ -428,15 +447,16 @@ func (st *started) destroy(log *slog.Logger) {
 	st.stateDir = ""
 }
 
-// overlayFor says whether runs of rootfs get an overlay: the kernel reads
+// overlayFor says whether runs of rootfs can get an overlay (where the
+// sandbox gives runs one): the kernel reads
 // the lower layer's path as the run's container root, so it must be
 // spellable in mount options and, as root (container root is an
 // unprivileged host uid then), reachable by others.
-func (s *Sandbox) overlayFor(rootfs string) bool {
-	if !s.overlay || !overlaySafePath(rootfs) {
+func overlayFor(rootfs string, feat Features) bool {
+	if !overlaySafePath(rootfs) {
 		return false
 	}
-	return !s.feat.Root || worldTraversable(rootfs)
+	return !feat.Root || worldTraversable(rootfs)
 }
 
 // makeUppers creates a run's overlay directory: <rw>/u (the upper layer)
@@ -564,7 +584,7 @@ func (s *Sandbox) directRoot(rootfs string, spec runSpec) bool {
 			return false
 		}
 	}
-	if s.feat.Root && !worldTraversable(rootfs) {
+	if spec.Feat.Root && !worldTraversable(rootfs) {
 		return false // the mapped uid could not reach it; binds are opened by kptr instead
 	}
 	return true
