@@ -19,10 +19,10 @@ type ResultList struct {
 
 // FnResult is one function run as kpt records it.
 type FnResult struct {
-	Image    string              `yaml:"image,omitempty"`
-	ExecPath string              `yaml:"exec,omitempty"`
-	Stderr   string              `yaml:"stderr,omitempty"`
-	ExitCode int                 `yaml:"exitCode"`
+	Image    string          `yaml:"image,omitempty"`
+	ExecPath string          `yaml:"exec,omitempty"`
+	Stderr   string          `yaml:"stderr,omitempty"`
+	ExitCode int             `yaml:"exitCode"`
 	Results  []*kptv1.Result `yaml:"results,omitempty"`
 }
 

@@ -190,11 +190,11 @@ type PipelineStepResult struct {
 	Name string `yaml:"name,omitempty" json:"name,omitempty"`
 	// Image is the reference that ran: prefix applied, `tag:` resolved,
 	// ":latest" appended when there was neither tag nor digest.
-	Image          string              `yaml:"image,omitempty" json:"image,omitempty"`
-	Exec           string              `yaml:"exec,omitempty" json:"exec,omitempty"`
-	ExecutionError string              `yaml:"executionError,omitempty" json:"executionError,omitempty"`
-	Stderr         string              `yaml:"stderr,omitempty" json:"stderr,omitempty"`
-	ExitCode       int                 `yaml:"exitCode" json:"exitCode"`
+	Image          string    `yaml:"image,omitempty" json:"image,omitempty"`
+	Exec           string    `yaml:"exec,omitempty" json:"exec,omitempty"`
+	ExecutionError string    `yaml:"executionError,omitempty" json:"executionError,omitempty"`
+	Stderr         string    `yaml:"stderr,omitempty" json:"stderr,omitempty"`
+	ExitCode       int       `yaml:"exitCode" json:"exitCode"`
 	Results        []*Result `yaml:"results,omitempty" json:"results,omitempty"`
 	ErrorResults   []*Result `yaml:"errorResults,omitempty" json:"errorResults,omitempty"`
 }
