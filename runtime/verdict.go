@@ -44,7 +44,8 @@ import (
 // uid that nobody else may read or write, opened without following a
 // symlink, below the user's own state directory, and no larger than
 // maxVerdictSize; anything else (corrupt, foreign, another key) is ignored
-// and the environment probed afresh, which then replaces it. Writes go to a
+// and the environment probed afresh, which then replaces it. Only verdicts
+// that let the tier run are kept (keepVerdict). Writes go to a
 // temporary name and are renamed into place, so concurrent kptr processes
 // read either the old verdict or the new one.
 
@@ -208,10 +209,23 @@ func loadVerdict(key verdictKey) (verdict, bool) {
 		return verdict{}, false
 	}
 	var v verdict
-	if json.Unmarshal(b, &v) != nil || !reflect.DeepEqual(v.Key, key) || len(v.Results) == 0 {
+	if json.Unmarshal(b, &v) != nil || !reflect.DeepEqual(v.Key, key) || len(v.Results) == 0 || Required(v.Results) != nil {
 		return verdict{}, false
 	}
 	return v, true
+}
+
+// keepVerdict caches v when its tier can run, and otherwise removes what is
+// cached: a failed probe is never reused, since its cause may have been
+// passing (namespaces or processes exhausted by concurrent runs), and
+// probing again where the tier cannot run fails fast (--sandbox=auto then
+// takes the landlock tier).
+func keepVerdict(v verdict) {
+	if Required(v.Results) != nil {
+		dropVerdict(v.Key.Tier, v.Key.StateDir)
+		return
+	}
+	_ = storeVerdict(v)
 }
 
 // storeVerdict replaces the cached verdict for v.Key (best effort: a verdict
@@ -296,7 +310,7 @@ func ProbeCached(fresh bool) (results []ProbeResult, f Features, cached bool) {
 		} else if !f.Overlay {
 			v.OverlayErr = "not probed"
 		}
-		_ = storeVerdict(v)
+		keepVerdict(v)
 	}
 	return results, f, false
 }
@@ -315,7 +329,7 @@ func ProbeLandlockCached(dir string, fresh bool) (results []ProbeResult, cached 
 	}
 	results = probeLandlock(dir)
 	if ok {
-		_ = storeVerdict(verdict{Key: key, Results: results})
+		keepVerdict(verdict{Key: key, Results: results})
 	}
 	return results, false
 }

@@ -144,6 +144,11 @@ func TestProbeVerdictUntrustedFileIgnored(t *testing.T) {
 			must(t, os.Remove(path))
 			must(t, os.Symlink(other, path))
 		}, false},
+		{"a failed verdict (never reused)", func(t *testing.T) {
+			failed := good
+			failed.Results = []ProbeResult{{Name: "userns", Status: StatusFailed}}
+			writeVerdict(t, dir, failed)
+		}, false},
 		{"too large", func(t *testing.T) {
 			must(t, os.WriteFile(path, append(forgedJSON, make([]byte, maxVerdictSize)...), 0o600))
 		}, false},
@@ -219,13 +224,19 @@ func TestProbeVerdictReplacedWhenStartFails(t *testing.T) {
 	if retry || !errors.Is(err, startErr) || !errors.As(err, &pe) {
 		t.Fatalf("failed: retry %v, err %v; want the start error and the probe error", retry, err)
 	}
-	if _, _, cached := ProbeCached(false); !cached || Required(readVerdict(t, dir).Results) == nil {
-		t.Fatal("the failed verdict was not stored")
+	// A failed verdict is never kept (its cause may pass): the next
+	// process probes again.
+	if _, err := os.Lstat(verdictPath(verdictNamespace, dir)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the replaced verdict is still cached: %v", err)
+	}
+	before := *nsCalls
+	if _, _, cached := ProbeCached(false); cached || *nsCalls != before+1 {
+		t.Fatal("a failed verdict was reused")
 	}
 
 	// A Sandbox that probed itself never rechecks.
 	sb4 := &Sandbox{}
-	before := *nsCalls
+	before = *nsCalls
 	if retry, err := sb4.recheck(startErr); retry || err != startErr || *nsCalls != before {
 		t.Fatal("a Sandbox without a cached verdict re-probed")
 	}
@@ -244,8 +255,8 @@ func TestLandlockVerdictReplacedWhenConfinementFails(t *testing.T) {
 	if !errors.As(err, &pe) || *llCalls != 2 || !strings.Contains(err.Error(), "landlock_restrict_self") {
 		t.Fatalf("err %v, probes %d", err, *llCalls)
 	}
-	if r, cached := ProbeLandlockCached(dir, false); !cached || r[0].Status != StatusFailed {
-		t.Fatalf("the failed verdict did not replace the cached one: cached %v, %v", cached, r)
+	if r, cached := ProbeLandlockCached(dir, false); cached || r[0].Status != StatusFailed || *llCalls != 3 {
+		t.Fatalf("a failed verdict was reused or the good one kept: cached %v, %v", cached, r)
 	}
 }
 
