@@ -20,7 +20,6 @@ import (
 	"github.com/kptr-dev/kptr/cache"
 	kptv1 "github.com/kptr-dev/kptr/pipeline/kptfile/v1"
 	"github.com/kptr-dev/kptr/runtime"
-	"sigs.k8s.io/kustomize/kyaml/fn/framework"
 	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
@@ -140,7 +139,7 @@ func prepare(ctx context.Context, fns []kptv1.Function, opts *Options, latest bo
 // fnRun is the record of one function call.
 type fnRun struct {
 	result  FnResult
-	results []*framework.Result
+	results []*kptv1.Result
 }
 
 // runFunction runs st on input as kpt's FunctionRunner does: input must be

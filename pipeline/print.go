@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"sigs.k8s.io/kustomize/kyaml/fn/framework"
+	kptv1 "github.com/kptr-dev/kptr/pipeline/kptfile/v1"
 )
 
 // printer writes kpt's transcript.
@@ -29,7 +29,7 @@ func (p *printer) printf(format string, a ...any) {
 // `kubectl logs` and Argo CD's UI), and a function must not be able to
 // write to the clipboard (OSC 52), move the cursor or overwrite a line to
 // forge a [PASS]. results.yaml keeps the exact text.
-func printResults(p *printer, results []*framework.Result) {
+func printResults(p *printer, results []*kptv1.Result) {
 	if len(results) == 0 {
 		return
 	}

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"sigs.k8s.io/kustomize/kyaml/fn/framework"
+	kptv1 "github.com/kptr-dev/kptr/pipeline/kptfile/v1"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
@@ -19,11 +19,11 @@ type ResultList struct {
 
 // FnResult is one function run as kpt records it.
 type FnResult struct {
-	Image    string              `yaml:"image,omitempty"`
-	ExecPath string              `yaml:"exec,omitempty"`
-	Stderr   string              `yaml:"stderr,omitempty"`
-	ExitCode int                 `yaml:"exitCode"`
-	Results  []*framework.Result `yaml:"results,omitempty"`
+	Image    string          `yaml:"image,omitempty"`
+	ExecPath string          `yaml:"exec,omitempty"`
+	Stderr   string          `yaml:"stderr,omitempty"`
+	ExitCode int             `yaml:"exitCode"`
+	Results  []*kptv1.Result `yaml:"results,omitempty"`
 }
 
 func newResultList() *ResultList {
@@ -55,7 +55,7 @@ func saveResults(dir string, rl *ResultList) (string, error) {
 // parseResults reads a ResourceList's results as kpt does: a list, or a
 // legacy {items: [...]} wrapper; resourceRef.metadata.{name,namespace} is
 // lifted into resourceRef.
-func parseResults(node *yaml.RNode) ([]*framework.Result, error) {
+func parseResults(node *yaml.RNode) ([]*kptv1.Result, error) {
 	if node.IsNilOrEmpty() {
 		return nil, nil
 	}
@@ -72,7 +72,7 @@ func parseResults(node *yaml.RNode) ([]*framework.Result, error) {
 	// the same but for the line numbers of an error, so a failure is
 	// redone kpt's way (6,000 setter results spent a fifth of a render's
 	// own time printing and parsing them again)
-	var out []*framework.Result
+	var out []*kptv1.Result
 	if err := node.YNode().Decode(&out); err != nil {
 		out = nil
 		if err := yaml.Unmarshal([]byte(node.MustString()), &out); err != nil {

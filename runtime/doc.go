@@ -1,7 +1,7 @@
 // Package runtime runs a function bundle's entrypoint in a rootless sandbox
 // built with runc's libcontainer, streaming a ResourceList over stdin/stdout.
 //
-//	sb, err := runtime.New()             // probes the environment; *ProbeError if a prerequisite is missing
+//	sb, err := runtime.New()             // probes the environment (or reuses the cached verdict, verdict.go); *ProbeError if a prerequisite is missing
 //	res, err := sb.Run(ctx, bundle, runtime.Invocation{Stdin: rl})
 //	// res.Stdout, res.Stderr, res.ExitCode; err: could not run, or killed by a limit
 //

@@ -5,9 +5,10 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/libcontainer/exeseal"
 	"golang.org/x/sys/unix"
+
+	"github.com/kptr-dev/kptr/runtime/containerinit"
 )
 
 // probeArg is the hidden first argument of a probe child (see probe.go).
@@ -15,6 +16,25 @@ const probeArg = "__kptr_probe"
 
 // reexecEnv marks a process that already tried the sealed re-exec.
 const reexecEnv = "_KPTR_SEALED_REEXEC"
+
+// Why the container init (and the landlock tier's launcher and confiner,
+// and the probe child) is the kptr binary itself and not a small dedicated
+// one: libcontainer starts its init from /proc/self/exe (or its sealed clone
+// of it) and offers no other path, so a separate init binary would need an
+// execve from a C constructor running after nsexec, and a sealed copy of
+// that binary shipped inside kptr (go:embed of a build product, which a
+// plain `go install` cannot produce) or installed next to it (lost by
+// whoever copies only kptr): a second executable to keep sealed, in step and
+// present. Measured instead (GODEBUG=inittrace=1, perf stat; BENCHMARKS.md)
+// and cut within the one binary: the container init runs from the package
+// init of runtime/containerinit, before most of kptr's packages are
+// initialised (that package says how); kptr no longer links kyaml's
+// fn/framework (kube-openapi's strfmt and govalidator compiled ~3 ms of
+// regexps at every start, see pipeline/kptfile/v1.Result), and kptr's own
+// packages compute nothing at init; cmd/kptr's TestStartupImports keeps the
+// dropped ones out. The landlock tier's launcher and confiner and the probe
+// child still start through HandleInit, after every package init: their
+// code lives in this package, which needs the cache and the rest.
 
 // HandleInit must run first in main (and in TestMain of any test binary that
 // starts sandboxes), before flags are parsed or goroutines started: when the
@@ -27,13 +47,8 @@ func HandleInit() {
 	}
 	switch os.Args[1] {
 	case "init":
-		// libcontainer sets the parent-death signal only on its first
-		// nsexec stage, which exits; the container init it ends up as keeps
-		// whatever it finds here and restores it across its credential
-		// changes. Set it so that when kptr dies (SIGKILL from Argo CD at its
-		// deadline) the init dies too, and with it the run's pid namespace.
-		_ = unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0)
-		libcontainer.Init() // never returns
+		// Normally run already from runtime/containerinit's package init.
+		containerinit.Run() // never returns
 	case probeArg:
 		os.Exit(probeChild(os.Args[2:]))
 	case landlockLaunchArg:

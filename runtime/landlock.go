@@ -75,6 +75,10 @@ type Landlock struct {
 	root      bool
 	probes    []ProbeResult
 	seq       atomic.Uint64
+	// cached: probes came from a cached verdict; rechecked: a failed
+	// confinement already made them run afresh (see Landlock.recheck).
+	cached    bool
+	rechecked atomic.Bool
 }
 
 // NewLandlock probes Landlock and the seccomp filter load and returns the
@@ -93,7 +97,7 @@ func NewLandlock(opts ...Option) (*Landlock, error) {
 	if l.stateDir == "" {
 		l.stateDir = defaultStateDir()
 	}
-	l.probes = ProbeLandlock(l.stateDir)
+	l.probes, l.cached = ProbeLandlockCached(l.stateDir, s.noCache)
 	if err := Required(l.probes); err != nil {
 		return nil, err
 	}
@@ -187,7 +191,33 @@ func probeConfinement(stateDir string) error {
 // Run implements Runner. A bundle without Rootfs (an exec function) runs
 // through Host, as with Sandbox.
 func (l *Landlock) Run(ctx context.Context, b cache.Bundle, inv Invocation) (Result, error) {
-	return runImage(ctx, b, inv, l.timeout, l.maxOutput, l.run)
+	res, err := runImage(ctx, b, inv, l.timeout, l.maxOutput, l.run)
+	var ce *confineError
+	if errors.As(err, &ce) {
+		err = l.recheck(err)
+	}
+	return res, err
+}
+
+// confineError is a run whose confinement could not be applied: what
+// the landlock tier's probes check.
+type confineError struct{ msg string }
+
+func (e *confineError) Error() string { return "start: " + e.msg }
+
+// recheck is called when a run's confinement failed with probe results
+// from a cached verdict: once per Landlock it probes afresh and replaces the
+// verdict, and joins the probe's error to err when the tier can no longer
+// run. The failed run is not tried again (its stdin was consumed).
+func (l *Landlock) recheck(err error) error {
+	if !l.cached || !l.rechecked.CompareAndSwap(false, true) {
+		return err
+	}
+	results, _ := ProbeLandlockCached(l.stateDir, true)
+	if perr := Required(results); perr != nil {
+		return fmt.Errorf("%w (probed again: %w)", err, perr)
+	}
+	return err
 }
 
 // ErrLandlockMounts: the landlock tier cannot place a host directory at a
@@ -328,7 +358,7 @@ func (l *Landlock) run(ctx context.Context, b cache.Bundle, inv Invocation) (Res
 	}
 	<-statusDone
 	if msg := strings.TrimSpace(statusBuf.String()); msg != "" && err == nil {
-		return res, fmt.Errorf("start: %s", msg)
+		return res, &confineError{msg}
 	}
 	if werr != nil && err == nil {
 		return res, fmt.Errorf("send run spec: %w", werr)

@@ -43,6 +43,14 @@ type Sandbox struct {
 	feat      Features
 	probes    []ProbeResult
 	probed    bool
+	// cached: feat and probes came from a cached verdict (verdict.go);
+	// rechecked: a failed start already made New's probes run afresh.
+	cached    bool
+	noCache   bool
+	rechecked atomic.Bool
+	// featMu guards feat, probes and overlay once New has returned: recheck
+	// may replace them while runs and preparations read them.
+	featMu sync.RWMutex
 	// overlay: runs get a writable overlay of the image (Features.Overlay,
 	// verified for stateDir, unless WithOverlay(false)).
 	overlay   bool
@@ -83,6 +91,11 @@ func WithFeatures(f Features) Option {
 	return func(s *Sandbox) { s.feat, s.probed = f, true }
 }
 
+// WithProbeCache(false) makes New probe the environment even where a
+// cached verdict still matches it (see verdict.go); the fresh verdict
+// replaces the cached one. The default is true.
+func WithProbeCache(on bool) Option { return func(s *Sandbox) { s.noCache = !on } }
+
 // WithOverlay(false) keeps runs on the read-only view of the image (tmpfs
 // /tmp and $HOME only) even where an overlay would work. WithOverlay(true)
 // is the default: an overlay where the probe shows it works.
@@ -90,6 +103,9 @@ func WithOverlay(on bool) Option { return func(s *Sandbox) { s.noOverlay = !on }
 
 // New probes the environment and returns a Sandbox, or a *ProbeError naming
 // the prerequisite that is missing (kptr doctor explains how to fix it).
+// The probes' verdict is cached in the run-state directory and reused while
+// the kernel, the user, the process's confinement and the kptr build stay
+// the same (verdict.go); a run that then fails to start probes again once.
 func New(opts ...Option) (*Sandbox, error) {
 	s := &Sandbox{timeout: DefaultTimeout, maxOutput: DefaultMaxOutput, limits: DefaultLimits}
 	for _, o := range opts {
@@ -102,7 +118,7 @@ func New(opts ...Option) (*Sandbox, error) {
 		logrus.SetLevel(logrus.ErrorLevel)
 	}
 	if !s.probed {
-		s.probes, s.feat = Probe()
+		s.probes, s.feat, s.cached = ProbeCached(s.noCache)
 		if err := Required(s.probes); err != nil {
 			return nil, err
 		}
@@ -133,14 +149,26 @@ func New(opts ...Option) (*Sandbox, error) {
 }
 
 // Features returns what the sandbox adapted to.
-func (s *Sandbox) Features() Features { return s.feat }
+func (s *Sandbox) Features() Features {
+	s.featMu.RLock()
+	defer s.featMu.RUnlock()
+	return s.feat
+}
 
 // Overlay says whether runs see a writable overlay of the image (else the
 // image is read-only apart from tmpfs /tmp and $HOME).
-func (s *Sandbox) Overlay() bool { return s.overlay }
+func (s *Sandbox) Overlay() bool {
+	s.featMu.RLock()
+	defer s.featMu.RUnlock()
+	return s.overlay
+}
 
 // Probes returns the probe results New acted on (nil with WithFeatures).
-func (s *Sandbox) Probes() []ProbeResult { return s.probes }
+func (s *Sandbox) Probes() []ProbeResult {
+	s.featMu.RLock()
+	defer s.featMu.RUnlock()
+	return s.probes
+}
 
 // DefaultStateDir is where run state lives unless WithStateDir says
 // otherwise: $XDG_RUNTIME_DIR/kptr, else $TMPDIR/kptr-run-<uid>.
@@ -206,20 +234,63 @@ func (s *Sandbox) run(ctx context.Context, b cache.Bundle, inv Invocation) (Resu
 		// The prepared sandbox could not be released (its init died):
 		// nothing of the invocation was consumed, so start afresh.
 	}
+	res, err, started := s.runOnce(ctx, b, inv)
+	if err != nil && !started {
+		if retry, rerr := s.recheck(err); retry {
+			res, err, _ = s.runOnce(ctx, b, inv)
+		} else {
+			err = rerr
+		}
+	}
+	return res, err
+}
+
+// runOnce sets up and runs one sandbox; started is false when the run
+// failed before its init was started (set-up or the container's start:
+// what a probe would have caught), so nothing of inv was consumed. A failed
+// execve of the entrypoint is the image's (started is true then).
+func (s *Sandbox) runOnce(ctx context.Context, b cache.Bundle, inv Invocation) (_ Result, _ error, started bool) {
 	st, err := s.setup(b, inv)
 	if err != nil {
-		return Result{}, err
+		return Result{}, err, false
 	}
 	defer st.release(s.log)
 	if err := onStableThread(func() error { return st.c.Run(st.p) }); err != nil {
 		st.sio.closeChild()
-		return Result{}, fmt.Errorf("start: %w", unwrapStart(err))
+		return Result{}, fmt.Errorf("start: %w", unwrapStart(err)), false
 	}
 	st.sio.closeChild()
 	if err := st.watch(); err != nil {
-		return Result{}, err
+		return Result{}, err, false
 	}
-	return s.finish(ctx, st, inv)
+	res, err := s.finish(ctx, st, inv)
+	return res, err, true
+}
+
+// recheck is called when a run failed to start (startErr) with probe
+// results from a cached verdict: the environment may have changed in a way
+// the verdict's key cannot see (verdict.go). Once per Sandbox it probes
+// afresh, replacing the cached verdict. retry is true when the new verdict
+// differs but still allows runs: the Sandbox has adopted it and the run
+// should be tried again. Otherwise err is startErr, joined with the probe
+// error when the sandbox can no longer run at all.
+func (s *Sandbox) recheck(startErr error) (retry bool, err error) {
+	if !s.cached || !s.rechecked.CompareAndSwap(false, true) {
+		return false, startErr
+	}
+	results, f, _ := ProbeCached(true)
+	if perr := Required(results); perr != nil {
+		return false, fmt.Errorf("%w (probed again: %w)", startErr, perr)
+	}
+	s.featMu.Lock()
+	defer s.featMu.Unlock()
+	if sameVerdict(results, s.probes, f, s.feat) {
+		return false, startErr
+	}
+	s.log.Debug("sandbox: the cached probe verdict no longer described the environment; replaced it", "start-error", startErr)
+	s.probes, s.feat = results, f
+	s.overlay = s.overlay && f.Overlay
+	return true, nil
 }
 
 // started is one sandbox being set up: its container, the init process and
@@ -249,7 +320,10 @@ func (st *started) watch() error {
 
 // setup creates (but does not start) the sandbox of one run of b.
 func (s *Sandbox) setup(b cache.Bundle, inv Invocation) (_ *started, err error) {
-	proc, err := resolveProcess(b.Rootfs, b.Config, inv, s.feat.Root)
+	s.featMu.RLock()
+	feat, overlay := s.feat, s.overlay
+	s.featMu.RUnlock()
+	proc, err := resolveProcess(b.Rootfs, b.Config, inv, feat.Root)
 	if err != nil {
 		return nil, err
 	}
@@ -260,14 +334,14 @@ func (s *Sandbox) setup(b cache.Bundle, inv Invocation) (_ *started, err error) 
 	id := fmt.Sprintf("%s-%d", ownerName(), s.seq.Add(1))
 	spec := runSpec{
 		ID: id, Root: filepath.Join(s.stateDir, id+".root"), Image: b.Rootfs, Entries: entries,
-		Proc: proc, Inv: inv, Limits: s.limits, Feat: s.feat,
+		Proc: proc, Inv: inv, Limits: s.limits, Feat: feat,
 	}
 	spec.HomeMount = homeMountable(b.Rootfs, proc.Home, entries)
 	if fi, err := statIn(b.Rootfs, "/etc/resolv.conf"); err == nil && fi.Mode().IsRegular() {
 		spec.ResolvConf = true
 	}
 	spec.Direct = s.directRoot(b.Rootfs, spec)
-	if s.overlayFor(b.Rootfs) {
+	if overlay && overlayFor(b.Rootfs, feat) {
 		spec.RW = filepath.Join(s.stateDir, id+".rw")
 	}
 	if !spec.Direct {
@@ -294,7 +368,7 @@ func (s *Sandbox) setup(b cache.Bundle, inv Invocation) (_ *started, err error) 
 	}
 	if spec.RW != "" {
 		st.rw = spec.RW
-		if err := makeUppers(spec.RW, b.Rootfs, entries, s.feat); err != nil {
+		if err := makeUppers(spec.RW, b.Rootfs, entries, feat); err != nil {
 			return nil, fmt.Errorf("prepare overlay: %w", err)
 		}
 	}
@@ -375,15 +449,16 @@ func (st *started) destroy(log *slog.Logger) {
 	st.stateDir = ""
 }
 
-// overlayFor says whether runs of rootfs get an overlay: the kernel reads
+// overlayFor says whether runs of rootfs can get an overlay (where the
+// sandbox gives runs one): the kernel reads
 // the lower layer's path as the run's container root, so it must be
 // spellable in mount options and, as root (container root is an
 // unprivileged host uid then), reachable by others.
-func (s *Sandbox) overlayFor(rootfs string) bool {
-	if !s.overlay || !overlaySafePath(rootfs) {
+func overlayFor(rootfs string, feat Features) bool {
+	if !overlaySafePath(rootfs) {
 		return false
 	}
-	return !s.feat.Root || worldTraversable(rootfs)
+	return !feat.Root || worldTraversable(rootfs)
 }
 
 // makeUppers creates a run's overlay directory: <rw>/u (the upper layer)
@@ -511,7 +586,7 @@ func (s *Sandbox) directRoot(rootfs string, spec runSpec) bool {
 			return false
 		}
 	}
-	if s.feat.Root && !worldTraversable(rootfs) {
+	if spec.Feat.Root && !worldTraversable(rootfs) {
 		return false // the mapped uid could not reach it; binds are opened by kptr instead
 	}
 	return true

@@ -40,10 +40,12 @@ cannot: kptr then refuses to run function images unless --sandbox=none is set.`,
 // cannot run functions.
 func (g *globals) runDoctor(context.Context, *cobra.Command, []string) error {
 	w := g.stdout
-	nsResults, feat := runtime.Probe()
+	// Always probed afresh; the verdicts replace the ones other kptr
+	// processes reuse (runtime.ProbeCached), so doctor also refreshes them.
+	nsResults, feat, _ := runtime.ProbeCached(true)
 	fmt.Fprintln(w, "namespace tier (own user, mount, pid, network, ipc and uts namespaces; the image is the function's root):")
 	printProbes(w, nsResults)
-	llResults := runtime.ProbeLandlock(runtime.DefaultStateDir())
+	llResults, _ := runtime.ProbeLandlockCached(runtime.DefaultStateDir(), true)
 	fmt.Fprintln(w, "\nlandlock tier (no namespaces: a child of kptr confined by Landlock, seccomp and rlimits):")
 	printProbes(w, llResults)
 

@@ -18,7 +18,7 @@ import (
 	"github.com/kptr-dev/kptr/pipeline"
 	"github.com/kptr-dev/kptr/runtime"
 
-	"sigs.k8s.io/kustomize/kyaml/fn/framework"
+	kptv1 "github.com/kptr-dev/kptr/pipeline/kptfile/v1"
 	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
@@ -440,7 +440,7 @@ func failedFunctionDetail(resultsDir string) string {
 		}
 		var parts []string
 		for _, r := range it.Results {
-			if r != nil && r.Severity == framework.Error {
+			if r != nil && r.Severity == kptv1.Error {
 				parts = append(parts, strings.TrimSpace(r.Message))
 			}
 		}

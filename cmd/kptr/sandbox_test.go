@@ -123,8 +123,9 @@ func TestRefusesWithoutUserNamespaces(t *testing.T) {
 	}
 }
 
-// Only commands that may start a sandbox pay for the sealed re-exec.
-func TestMayRunFunctions(t *testing.T) {
+// Only commands that may start more than one sandbox pay for the sealed
+// re-exec.
+func TestMayStartManySandboxes(t *testing.T) {
 	for args, want := range map[string]bool{
 		"kptr":                false,
 		"kptr version":        false,
@@ -137,11 +138,11 @@ func TestMayRunFunctions(t *testing.T) {
 		"kptr fn source .":    false,
 		"kptr fn sink out":    false,
 		"kptr fn render .":    true,
-		"kptr fn eval . -i x": true,
+		"kptr fn eval . -i x": false, // one function: one start either way
 		"kptr render .":       true,
 		"kptr generate":       true,
 	} {
-		if got := mayRunFunctions(strings.Fields(args)); got != want {
+		if got := mayStartManySandboxes(strings.Fields(args)); got != want {
 			t.Errorf("%s: %v, want %v", args, got, want)
 		}
 	}

@@ -11,24 +11,26 @@ import (
 )
 
 // startup runs before anything else in main. Started as a container init
-// ("kptr init") or a sandbox probe child, kptr does that job and exits here.
-// Otherwise, for commands that may run functions, kptr makes sure
+// ("kptr init") or a sandbox probe child, kptr does that job and exits here
+// (a container init already in runtime/containerinit's package init).
+// Otherwise, for commands that may start several sandboxes, kptr makes sure
 // libcontainer never copies the whole binary on a function start (see
 // runtime.ReexecSealed): as root it seals it through a read-only overlayfs
 // instead; unprivileged, kptr re-executes itself once from a sealed
 // in-memory copy.
 func startup() {
 	runtime.HandleInit()
-	if mayRunFunctions(os.Args) {
+	if mayStartManySandboxes(os.Args) {
 		runtime.ReexecSealed()
 	}
 }
 
-// mayRunFunctions is false for commands that never start a sandbox, which
-// then skip the re-exec and its one-time copy (~30 ms for a 20 MB kptr:
-// the copy into the memfd and a second Go start-up; it saves more than that
-// on every function run, see BENCHMARKS.md).
-func mayRunFunctions(argv []string) bool {
+// mayStartManySandboxes is false for commands that never start a sandbox
+// and for fn eval, which starts one: they skip the re-exec, whose one-time
+// copy and second Go start-up of kptr (~30 ms for a 20 MB kptr) pay off
+// only from a second sandbox start on (libcontainer copies the binary once
+// per start otherwise; see BENCHMARKS.md).
+func mayStartManySandboxes(argv []string) bool {
 	if len(argv) < 2 {
 		return false
 	}
@@ -37,8 +39,9 @@ func mayRunFunctions(argv []string) bool {
 		"completion", "__complete", "__completeNoDesc":
 		return false
 	case "fn":
-		// fn source / fn sink only read and write packages (also as kpt fn ...).
-		return len(argv) < 3 || (argv[2] != "source" && argv[2] != "sink")
+		// fn source / fn sink only read and write packages (also as kpt
+		// fn ...); fn eval runs one function.
+		return len(argv) < 3 || (argv[2] != "source" && argv[2] != "sink" && argv[2] != "eval")
 	}
 	return true
 }

@@ -5,7 +5,6 @@
 package v1
 
 import (
-	"sigs.k8s.io/kustomize/kyaml/fn/framework"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
@@ -191,13 +190,13 @@ type PipelineStepResult struct {
 	Name string `yaml:"name,omitempty" json:"name,omitempty"`
 	// Image is the reference that ran: prefix applied, `tag:` resolved,
 	// ":latest" appended when there was neither tag nor digest.
-	Image          string              `yaml:"image,omitempty" json:"image,omitempty"`
-	Exec           string              `yaml:"exec,omitempty" json:"exec,omitempty"`
-	ExecutionError string              `yaml:"executionError,omitempty" json:"executionError,omitempty"`
-	Stderr         string              `yaml:"stderr,omitempty" json:"stderr,omitempty"`
-	ExitCode       int                 `yaml:"exitCode" json:"exitCode"`
-	Results        []*framework.Result `yaml:"results,omitempty" json:"results,omitempty"`
-	ErrorResults   []*framework.Result `yaml:"errorResults,omitempty" json:"errorResults,omitempty"`
+	Image          string    `yaml:"image,omitempty" json:"image,omitempty"`
+	Exec           string    `yaml:"exec,omitempty" json:"exec,omitempty"`
+	ExecutionError string    `yaml:"executionError,omitempty" json:"executionError,omitempty"`
+	Stderr         string    `yaml:"stderr,omitempty" json:"stderr,omitempty"`
+	ExitCode       int       `yaml:"exitCode" json:"exitCode"`
+	Results        []*Result `yaml:"results,omitempty" json:"results,omitempty"`
+	ErrorResults   []*Result `yaml:"errorResults,omitempty" json:"errorResults,omitempty"`
 }
 
 // UnmarshalYAML decodes a status leniently: status is render's output, never

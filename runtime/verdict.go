@@ -1,0 +1,345 @@
+package runtime
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// A probe's verdict is cached in the run-state directory (defaultStateDir:
+// $XDG_RUNTIME_DIR/kptr or $TMPDIR/kptr-run-<uid>, private to the user, see
+// ensurePrivateDir), one file per tier, so that a kptr process does not
+// start probe children in throw-away namespaces every time (about a third
+// of a trivial `kptr fn eval`). A verdict is used only while its key still
+// describes the process: verdictKeyNow reads, cheaply (no child, no
+// namespace), everything a probe's outcome depends on that can change
+// without the verdict file going away with it:
+//
+//   - the kernel (release, version string, boot id) and the sysctls that
+//     gate user namespaces;
+//   - the kptr build (Go build ID: probe code and the seccomp tag) and the
+//     verdict format;
+//   - the process's identity and confinement: euid, egid, uid and gid maps,
+//     capabilities, no_new_privs, seccomp mode and filter count, the LSM
+//     label, its namespaces and cgroup (a new pod, another securityContext,
+//     another seccomp or AppArmor profile all change one of them);
+//   - the state directory (path, device and inode: the overlay probe's
+//     outcome depends on its file system).
+//
+// What a key cannot see (a seccomp profile replaced by one with as many
+// filters, a kernel module unloaded) is caught when a run fails to start:
+// the sandbox then probes again and replaces the verdict (Sandbox.recheck).
+//
+// The file is trusted only if it is a regular file owned by the effective
+// uid that nobody else may read or write, opened without following a
+// symlink, below the user's own state directory, and no larger than
+// maxVerdictSize; anything else (corrupt, foreign, another key) is ignored
+// and the environment probed afresh, which then replaces it. Only verdicts
+// that let the tier run are kept (keepVerdict). Writes go to a
+// temporary name and are renamed into place, so concurrent kptr processes
+// read either the old verdict or the new one.
+
+// verdictFormat changes whenever what a verdict file holds, or what the
+// probes decide, changes in a way a build ID would not show.
+const verdictFormat = 1
+
+const maxVerdictSize = 256 << 10
+
+// Tiers whose verdicts are cached.
+const (
+	verdictNamespace = "namespace"
+	verdictLandlock  = "landlock"
+)
+
+// verdictKey is what a verdict depends on; see the comment above.
+type verdictKey struct {
+	Format    int
+	Tier      string
+	Kernel    string
+	BootID    string
+	Build     string
+	EUID      int
+	EGID      int
+	StateDir  string
+	StateDev  uint64
+	StateIno  uint64
+	Context   string
+	Seccomp   bool
+	Landlocks int // landlock ABI (the landlock tier's probes report it)
+}
+
+// verdict is one cached probe outcome.
+type verdict struct {
+	Key      verdictKey
+	Results  []ProbeResult
+	Features Features // the namespace tier's; HardLimits are read afresh
+	// OverlayErr is the overlay step's error ("" when it worked): New's
+	// overlayCheck for the default state directory answers from it.
+	OverlayErr string `json:",omitempty"`
+}
+
+func verdictName(tier string) string { return "probe-verdict-" + tier + ".json" }
+
+// contextFiles are read into verdictKey.Context: the process's
+// confinement and the sysctls that gate user namespaces.
+var contextFiles = []string{
+	"/proc/self/uid_map", "/proc/self/gid_map", "/proc/self/attr/current", "/proc/self/cgroup",
+	"/proc/sys/user/max_user_namespaces", "/proc/sys/kernel/unprivileged_userns_clone",
+	"/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
+}
+
+// statusFields are the lines of /proc/self/status that describe the
+// process's confinement.
+var statusFields = []string{"CapEff:", "CapBnd:", "NoNewPrivs:", "Seccomp:", "Seccomp_filters:"}
+
+// verdictKeyNow reads the key of the current process for tier and the state
+// directory dir. ok is false when something the key needs cannot be read
+// (then nothing is cached).
+func verdictKeyNow(tier, dir string) (verdictKey, bool) {
+	var uts unix.Utsname
+	if unix.Uname(&uts) != nil {
+		return verdictKey{}, false
+	}
+	build := goBuildID()
+	if build == "" {
+		return verdictKey{}, false
+	}
+	var st unix.Stat_t
+	if unix.Lstat(dir, &st) != nil {
+		return verdictKey{}, false
+	}
+	boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	var ctx strings.Builder
+	for _, f := range contextFiles {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			b = []byte("-")
+		}
+		fmt.Fprintf(&ctx, "%s=%s\n", f, bytes.TrimSpace(b))
+	}
+	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			for _, f := range statusFields {
+				if strings.HasPrefix(l, f) {
+					ctx.WriteString(strings.Join(strings.Fields(l), " ") + "\n")
+				}
+			}
+		}
+	}
+	for _, ns := range []string{"user", "mnt", "pid", "net", "ipc", "uts", "cgroup"} {
+		l, _ := os.Readlink("/proc/self/ns/" + ns)
+		ctx.WriteString(l + "\n")
+	}
+	k := verdictKey{
+		Format:   verdictFormat,
+		Tier:     tier,
+		Kernel:   unix.ByteSliceToString(uts.Release[:]) + " " + unix.ByteSliceToString(uts.Version[:]),
+		BootID:   strings.TrimSpace(string(boot)),
+		Build:    build,
+		EUID:     os.Geteuid(),
+		EGID:     os.Getegid(),
+		StateDir: dir,
+		StateDev: uint64(st.Dev),
+		StateIno: st.Ino,
+		Context:  ctx.String(),
+		Seccomp:  seccompBuilt,
+	}
+	if tier == verdictLandlock {
+		k.Landlocks, _ = landlockVersion()
+	}
+	return k, true
+}
+
+// goBuildID is the Go build ID of the running binary (it changes with any
+// change of its code or build tags), read from its ELF note
+// (.note.go.buildid: namesz 4, descsz, type 4, "Go\0\0", the ID), which the
+// Go linker places in the first pages of /proc/self/exe; "" when it cannot
+// be found (nothing is cached then).
+var goBuildID = sync.OnceValue(func() string {
+	f, err := os.Open("/proc/self/exe")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	head := make([]byte, 64<<10)
+	n, _ := io.ReadFull(f, head)
+	head = head[:n]
+	i := bytes.Index(head, []byte("\x04\x00\x00\x00Go\x00\x00"))
+	if i < 8 || binary.LittleEndian.Uint32(head[i-8:]) != 4 {
+		return ""
+	}
+	size := int(binary.LittleEndian.Uint32(head[i-4:]))
+	desc := head[i+8:]
+	if size == 0 || size > 256 || size > len(desc) {
+		return ""
+	}
+	return string(desc[:size])
+})
+
+// loadVerdict returns the cached verdict for key, or false when there is
+// none that may be trusted and matches key.
+func loadVerdict(key verdictKey) (verdict, bool) {
+	root, err := os.OpenRoot(key.StateDir)
+	if err != nil {
+		return verdict{}, false
+	}
+	defer root.Close()
+	f, err := root.OpenFile(verdictName(key.Tier), os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return verdict{}, false
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG ||
+		int(st.Uid) != os.Geteuid() || st.Mode&0o077 != 0 || st.Size > maxVerdictSize {
+		return verdict{}, false
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxVerdictSize+1))
+	if err != nil || len(b) > maxVerdictSize {
+		return verdict{}, false
+	}
+	var v verdict
+	if json.Unmarshal(b, &v) != nil || !reflect.DeepEqual(v.Key, key) || len(v.Results) == 0 || Required(v.Results) != nil {
+		return verdict{}, false
+	}
+	return v, true
+}
+
+// keepVerdict caches v when its tier can run, and otherwise removes what is
+// cached: a failed probe is never reused, since its cause may have been
+// passing (namespaces or processes exhausted by concurrent runs), and
+// probing again where the tier cannot run fails fast (--sandbox=auto then
+// takes the landlock tier).
+func keepVerdict(v verdict) {
+	if Required(v.Results) != nil {
+		dropVerdict(v.Key.Tier, v.Key.StateDir)
+		return
+	}
+	_ = storeVerdict(v)
+}
+
+// storeVerdict replaces the cached verdict for v.Key (best effort: a verdict
+// that cannot be written only costs the next process a probe).
+func storeVerdict(v verdict) error {
+	v.Features.HardLimits = nil
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(v.Key.StateDir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	// Named as this process's entry: pruneStale removes it if kptr dies
+	// before the rename.
+	tmp := ownerName() + "." + v.Key.Tier + ".verdict"
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|unix.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = root.Rename(tmp, verdictName(v.Key.Tier))
+	}
+	if err != nil {
+		_ = root.Remove(tmp)
+		return fmt.Errorf("probe verdict in %s: %w", v.Key.StateDir, err)
+	}
+	return nil
+}
+
+// dropVerdict removes the cached verdict of tier in dir.
+func dropVerdict(tier, dir string) {
+	if root, err := os.OpenRoot(dir); err == nil {
+		_ = root.Remove(verdictName(tier))
+		root.Close()
+	}
+}
+
+// The probes behind the cache; tests count or replace them.
+var (
+	probeNamespace = Probe
+	probeLandlock  = ProbeLandlock
+)
+
+// ProbeCached is Probe with its verdict cached per kernel, user,
+// confinement and state directory (see the comment at the top of
+// verdict.go): cached reports whether the verdict came from the cache
+// (no probe child was started). fresh forces a probe whose verdict then
+// replaces the cached one.
+func ProbeCached(fresh bool) (results []ProbeResult, f Features, cached bool) {
+	dir := defaultStateDir()
+	if ensurePrivateDir(dir) != nil {
+		results, f = probeNamespace()
+		return results, f, false
+	}
+	key, ok := verdictKeyNow(verdictNamespace, dir)
+	if ok && !fresh {
+		if v, hit := loadVerdict(key); hit {
+			f = v.Features
+			f.HardLimits = hardLimits()
+			var ovErr error
+			if v.OverlayErr != "" {
+				ovErr = errors.New(v.OverlayErr)
+			}
+			overlayVerified.LoadOrStore(dir, ovErr)
+			return v.Results, f, true
+		}
+	}
+	results, f = probeNamespace()
+	if ok {
+		v := verdict{Key: key, Results: results, Features: f}
+		if e, known := overlayVerified.Load(dir); known {
+			if err, _ := e.(error); err != nil {
+				v.OverlayErr = err.Error()
+			}
+		} else if !f.Overlay {
+			v.OverlayErr = "not probed"
+		}
+		keepVerdict(v)
+	}
+	return results, f, false
+}
+
+// ProbeLandlockCached is ProbeLandlock with its verdict cached as
+// ProbeCached caches the namespace tier's, for the state directory dir.
+func ProbeLandlockCached(dir string, fresh bool) (results []ProbeResult, cached bool) {
+	if ensurePrivateDir(dir) != nil {
+		return probeLandlock(dir), false // which reports the directory's failure
+	}
+	key, ok := verdictKeyNow(verdictLandlock, dir)
+	if ok && !fresh {
+		if v, hit := loadVerdict(key); hit {
+			return v.Results, true
+		}
+	}
+	results = probeLandlock(dir)
+	if ok {
+		keepVerdict(verdict{Key: key, Results: results})
+	}
+	return results, false
+}
+
+// sameVerdict says whether two probe outcomes would make runs behave the
+// same.
+func sameVerdict(a, b []ProbeResult, fa, fb Features) bool {
+	fa.HardLimits, fb.HardLimits = nil, nil
+	return reflect.DeepEqual(a, b) && reflect.DeepEqual(fa, fb)
+}
+
+// verdictPath is the file a tier's verdict for dir is cached in.
+func verdictPath(tier, dir string) string { return filepath.Join(dir, verdictName(tier)) }
