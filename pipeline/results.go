@@ -38,7 +38,7 @@ func saveResults(dir string, rl *ResultList) (string, error) {
 	if dir == "" {
 		return "", nil
 	}
-	b, err := yaml.MarshalWithOptions(rl, &yaml.EncoderOptions{SeqIndent: yaml.WideSequenceStyle})
+	b, err := marshalResults(rl)
 	if err != nil {
 		return "", err
 	}
@@ -50,6 +50,48 @@ func saveResults(dir string, rl *ResultList) (string, error) {
 		return "", fmt.Errorf("failed to save function results: %w", err)
 	}
 	return p, nil
+}
+
+// marshalResults is rl as kyaml.MarshalWithOptions writes it (wide
+// sequences), built as a node tree instead of by reflection: results.yaml of
+// a large render holds thousands of results.
+func marshalResults(rl *ResultList) ([]byte, error) {
+	if b, ok := marshalResultsFast(rl); ok {
+		return b, nil
+	}
+	return marshalResultsReflect(rl)
+}
+
+func marshalResultsReflect(rl *ResultList) ([]byte, error) {
+	return yaml.MarshalWithOptions(rl, &yaml.EncoderOptions{SeqIndent: yaml.WideSequenceStyle})
+}
+
+// marshalResultsFast writes the header by reflection, then "items:" (the
+// last field) from a node tree: each item is the PipelineStepResult it
+// equals field for field (image, exec, stderr, exitCode, results; no name,
+// error or errorResults). ok is false when there are no items or an item
+// holds a value the builders do not model.
+func marshalResultsFast(rl *ResultList) ([]byte, bool) {
+	if len(rl.Items) == 0 {
+		return nil, false
+	}
+	items := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: make([]*yaml.Node, 0, len(rl.Items))}
+	for _, it := range rl.Items {
+		s := kptv1.PipelineStepResult{Image: it.Image, Exec: it.ExecPath, Stderr: it.Stderr, ExitCode: it.ExitCode, Results: it.Results}
+		in, ok := kptv1.StepNode(&s)
+		if !ok {
+			return nil, false
+		}
+		items.Content = append(items.Content, in)
+	}
+	head := *rl
+	head.Items = nil
+	b, err := marshalResultsReflect(&head)
+	if err != nil {
+		return nil, false
+	}
+	doc := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{{Kind: yaml.ScalarNode, Tag: "!!str", Value: "items"}, items}}
+	return kptv1.AppendNode(b, doc, string(yaml.WideSequenceStyle))
 }
 
 // parseResults reads a ResourceList's results as kpt does: a list, or a

@@ -338,6 +338,38 @@ func isKustomization(md *yaml.Node, apiVersion, kind string) bool {
 // Marshal writes a Kptfile as kpt does, sequences in the given style
 // ("wide" or "compact").
 func Marshal(kf *KptFile, seqIndent string) ([]byte, error) {
+	if b, ok := marshalFast(kf, seqIndent); ok {
+		return b, nil
+	}
+	return marshalReflect(kf, seqIndent)
+}
+
+// marshalFast is Marshal with the status (the last field; thousands of
+// results) encoded from a node tree built directly: the rest by reflection,
+// then "status:" and its block, which continue the document exactly as
+// yaml.v3 would (a top-level key starts at column 0, and reflection writes
+// no comments). ok is false when there is no status, or when the rest is
+// empty ("{}") or the status holds a value the builders do not model.
+func marshalFast(kf *KptFile, seqIndent string) ([]byte, bool) {
+	if kf.Status == nil {
+		return nil, false
+	}
+	doc, ok := statusDocument(kf.Status)
+	if !ok {
+		return nil, false
+	}
+	head := *kf
+	head.Status = nil
+	b, err := marshalReflect(&head, seqIndent)
+	if err != nil || len(b) == 0 || b[0] == '{' {
+		return nil, false
+	}
+	return AppendNode(b, doc, seqIndent)
+}
+
+// marshalReflect is Marshal by yaml.v3's reflecting encoder: what Marshal
+// does when the status is not built directly, and what it is held to.
+func marshalReflect(kf *KptFile, seqIndent string) ([]byte, error) {
 	style := yaml.CompactSequenceStyle
 	if seqIndent == string(yaml.WideSequenceStyle) {
 		style = yaml.WideSequenceStyle
