@@ -10,8 +10,9 @@ import (
 	"github.com/kptr-dev/kptr/runtime"
 )
 
-// startup runs before anything else in main. Started as a container init
-// ("kptr init") or a sandbox probe child, kptr does that job and exits here.
+// startup runs before anything else in main. Started as libcontainer's
+// container init, a sandbox probe child or the sidecar's init (kptr init --
+// CMD), kptr does that job and exits here.
 // Otherwise, for commands that may run functions, kptr makes sure
 // libcontainer never copies the whole binary on a function start (see
 // runtime.ReexecSealed): as root it seals it through a read-only overlayfs
@@ -19,6 +20,9 @@ import (
 // in-memory copy.
 func startup() {
 	runtime.HandleInit()
+	if code, ok := initFast(os.Args, os.Stderr); ok {
+		os.Exit(code)
+	}
 	if mayRunFunctions(os.Args) {
 		runtime.ReexecSealed()
 	}
@@ -33,7 +37,7 @@ func mayRunFunctions(argv []string) bool {
 		return false
 	}
 	switch argv[1] {
-	case "version", "--version", "help", "-h", "--help", "cache", "doctor", "prewarm",
+	case "version", "--version", "help", "-h", "--help", "cache", "doctor", "prewarm", "init",
 		"completion", "__complete", "__completeNoDesc":
 		return false
 	case "fn":
