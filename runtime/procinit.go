@@ -40,14 +40,14 @@ func ProcessInit(argv []string) (int, error) {
 	if len(argv) == 0 {
 		return 0, &InitError{Usage: true, Err: errors.New("name the command to run, as in kptr init -- CMD [ARGS...]")}
 	}
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		return 0, &InitError{Input: true, Err: err}
+	}
 	if os.Getpid() != 1 {
 		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 			return 0, &InitError{Err: fmt.Errorf("become a child subreaper: %w", err)}
 		}
-	}
-	path, err := exec.LookPath(argv[0])
-	if err != nil {
-		return 0, &InitError{Input: true, Err: err}
 	}
 	// Registered before CMD starts: a signal that arrives in between is
 	// queued and forwarded, not acted on by this process.

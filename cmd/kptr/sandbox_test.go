@@ -133,6 +133,7 @@ func TestMayRunFunctions(t *testing.T) {
 		"kptr __complete fn ": false,
 		"kptr cache ls":       false,
 		"kptr doctor":         false,
+		"kptr init --help":    false,
 		"kptr prewarm .":      false,
 		"kptr fn source .":    false,
 		"kptr fn sink out":    false,
