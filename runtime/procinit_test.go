@@ -30,11 +30,8 @@ const orphanScript = `sh -c 'sleep 1 & exit 0'; trap 'exit 42' TERM; echo ready 
 // set, else as a plain child. stdout is CMD's.
 func startProcessInit(t *testing.T, newPID bool, argv ...string) (*exec.Cmd, *bufio.Reader) {
 	t.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(self, append([]string{"-test.run=^TestProcessInit$", "--"}, argv...)...)
+	// /proc/self/exe: under ReexecSealed, os.Executable names a memfd.
+	cmd := exec.Command("/proc/self/exe", append([]string{"-test.run=^TestProcessInit$", "--"}, argv...)...)
 	cmd.Env = append(os.Environ(), procInitChild+"=1", "KPTR_NO_REEXEC=1")
 	cmd.Stderr = os.Stderr
 	if newPID {

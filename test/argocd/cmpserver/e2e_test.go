@@ -218,11 +218,16 @@ func startServer(t testing.TB, operatorEnv map[string]string) *server {
 	// as zombies (argoproj/argo-cd#29349).
 	argv := []string{filepath.Join(bin, "kptr.real"), "init", "--",
 		filepath.Join(bin, "argocd-cmp-server"), "--config-dir-path", cfg, "--logformat", "text", "--loglevel", "info"}
-	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Cloneflags: syscall.CLONE_NEWPID}
+	// The namespace gets its own /proc, as a container's: kptr reads
+	// /proc/PID of its own pids. sh mounts it and execs the rest, keeping
+	// pid 1.
+	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWNS}
 	if os.Geteuid() == 0 {
 		argv = append([]string{"setpriv", "--reuid", fmt.Sprint(pluginUID), "--regid", fmt.Sprint(pluginUID), "--clear-groups",
 			"--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"}, argv...)
-	} else {
+	}
+	argv = append([]string{"/bin/sh", "-c", `mount --make-rprivate / && mount -t proc proc /proc && exec "$@"`, "sh"}, argv...)
+	if os.Geteuid() != 0 {
 		t.Logf("not root: running argocd-cmp-server as uid %d", os.Geteuid())
 		// the pid namespace needs a user namespace: one mapping only our ids
 		attr.Cloneflags |= syscall.CLONE_NEWUSER
