@@ -34,5 +34,8 @@ VOLUME ["/tmp", "/home/argocd/.cache"]
 LABEL org.opencontainers.image.title="kptr"
 LABEL org.opencontainers.image.description="Argo CD config-management plugin rendering kpt packages with kptr"
 LABEL org.opencontainers.image.source="https://github.com/kptr-dev/kptr"
+# The sidecar does not use them: deploy/ sets its command to
+# [kptr, init, --, /var/run/argocd/argocd-cmp-server] (kptr init is its pid 1
+# and reaps orphans, which argocd-cmp-server does not: argoproj/argo-cd#29349).
 ENTRYPOINT ["kptr"]
 CMD ["doctor"]

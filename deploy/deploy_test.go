@@ -133,6 +133,29 @@ func kptrContainer(t *testing.T, spec map[string]any) map[string]any {
 	return c
 }
 
+// sidecarCommand starts argocd-cmp-server under kptr init: as the
+// container's pid 1 it would never reap the orphans it inherits (a
+// background `kptr cache fetch` that outlived a render Argo CD killed),
+// argoproj/argo-cd#29349.
+var sidecarCommand = []any{"kptr", "init", "--", "/var/run/argocd/argocd-cmp-server"}
+
+// Every variant keeps the component's command (the Helm values' is
+// TestHelmValuesMatchComponent's).
+func TestVariantsKeepSidecarCommand(t *testing.T) {
+	variants, err := os.ReadDir("variants")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range variants {
+		t.Run(v.Name(), func(t *testing.T) {
+			c := kptrContainer(t, podSpec(t, build(t, "component", "variants/"+v.Name())))
+			if got := c["command"]; !reflect.DeepEqual(got, sidecarCommand) {
+				t.Errorf("command = %v, want %v", got, sidecarCommand)
+			}
+		})
+	}
+}
+
 func TestComponentPatchesRepoServer(t *testing.T) {
 	stock := podSpec(t, build(t))
 	spec := podSpec(t, build(t, "component"))
@@ -148,8 +171,8 @@ func TestComponentPatchesRepoServer(t *testing.T) {
 		t.Errorf("want 2 containers, got %d", n)
 	}
 	c := kptrContainer(t, spec)
-	if got := c["command"]; !reflect.DeepEqual(got, []any{"/var/run/argocd/argocd-cmp-server"}) {
-		t.Errorf("command = %v", got)
+	if got := c["command"]; !reflect.DeepEqual(got, sidecarCommand) {
+		t.Errorf("command = %v, want %v", got, sidecarCommand)
 	}
 	if !strings.HasPrefix(c["image"].(string), "ghcr.io/kptr-dev/kptr:") {
 		t.Errorf("image = %v", c["image"])

@@ -38,8 +38,9 @@ const reexecEnv = "_KPTR_SEALED_REEXEC"
 
 // HandleInit must run first in main (and in TestMain of any test binary that
 // starts sandboxes), before flags are parsed or goroutines started: when the
-// process was started as a container init ("init"), a probe child or one of
-// the landlock tier's helper processes (landlock_child.go) it does that job and never returns. The importing main package must also
+// process was started as libcontainer's container init ("init" with its
+// init pipe), a probe child or one of the landlock tier's helper processes
+// (landlock_child.go) it does that job and never returns. The importing main package must also
 // import github.com/opencontainers/runc/libcontainer/nsenter.
 func HandleInit() {
 	if len(os.Args) < 2 {
@@ -47,7 +48,13 @@ func HandleInit() {
 	}
 	switch os.Args[1] {
 	case "init":
-		// Normally run already from runtime/containerinit's package init.
+		// libcontainer starts exactly "/proc/self/exe init" with its init
+		// pipe in the environment, normally run already from
+		// runtime/containerinit's package init; anything else is
+		// `kptr init -- CMD` (ProcessInit), which the command line handles.
+		if !containerinit.IsInit() {
+			return
+		}
 		containerinit.Run() // never returns
 	case probeArg:
 		os.Exit(probeChild(os.Args[2:]))

@@ -12,7 +12,6 @@ import (
 	goruntime "runtime"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -101,44 +100,32 @@ func launcherMain() {
 	}
 	unix.Close(specFD)
 
+	mainCh, ended := reapChildren(main)
 	var (
 		mainStatus unix.WaitStatus
-		mainDone   = make(chan struct{})
-		ended      = make(chan struct{})
-		seenMain   atomic.Bool
+		seenMain   bool
 	)
-	go func() {
-		for {
-			var ws unix.WaitStatus
-			pid, err := unix.Wait4(-1, &ws, unix.WALL, nil)
-			if errors.Is(err, unix.EINTR) {
-				continue
-			}
-			if err != nil { // ECHILD: no descendant is left
-				close(ended)
-				return
-			}
-			if pid == main && seenMain.CompareAndSwap(false, true) {
-				mainStatus = ws
-				close(mainDone)
-			}
-		}
-	}()
 	select {
-	case <-mainDone:
+	case mainStatus = <-mainCh:
+		seenMain = true
 	case <-term:
 	}
 	killDescendants(ended)
 	status.Close()
-	if !seenMain.Load() {
+	if !seenMain {
+		// main's status, if it was reaped, was sent before ended closed
+		select {
+		case mainStatus = <-mainCh:
+			seenMain = true
+		default:
+		}
+	}
+	if !seenMain {
 		os.Exit(128 + int(unix.SIGKILL))
 	}
-	if mainStatus.Signaled() {
-		// kptr reports 128+signal for a function killed by a signal, as
-		// for the namespace tier.
-		os.Exit(128 + int(mainStatus.Signal()))
-	}
-	os.Exit(mainStatus.ExitStatus())
+	// kptr reports 128+signal for a function killed by a signal, as for
+	// the namespace tier.
+	os.Exit(exitCode(mainStatus))
 }
 
 // killDescendants SIGKILLs the launcher's children until the reaper has

@@ -73,6 +73,7 @@ Exit codes: 0 ok, 1 a function or validation failed, 2 usage or input error,
 		g.generateCmd(),
 		g.parametersCmd(),
 		g.doctorCmd(),
+		g.initCmd(),
 		g.versionCmd(),
 	)
 	// cobra's completion command (bash, zsh, fish, powershell), made a group

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -137,6 +138,16 @@ func exitCases(f exitFixtures) []exitCase {
 		{"usage", []string{"cache", "export", "x"}, nil, 2, 1, "kptr cache export: need -o DEST and at least one image"},
 		{"environment", []string{"cache", "export", "-o", f.missing, "x"}, cacheFile, 3, -1, f.cacheFile},
 
+		// init's own failures, all before CMD starts (CMD's exit status is
+		// init's: runtime's TestProcessInit)
+		{"help", []string{"init", "--help"}, nil, 0, -1, ""},
+		{"usage", []string{"init"}, nil, 2, -1, "kptr init: name the command to run, as in kptr init -- CMD [ARGS...]"},
+		{"usage", []string{"init", "--"}, nil, 2, -1, "kptr init: name the command to run"},
+		{"usage", []string{"init", "--bogus", "--", "true"}, nil, 2, -1, "kptr init: unknown flag: --bogus"},
+		{"input", []string{"init", "--", f.missing}, nil, 2, -1, "kptr init: exec: \"" + f.missing + "\": stat " + f.missing + ": no such file or directory"},
+		{"input", []string{"init", "--", f.file}, nil, 2, -1, "permission denied"},
+		{"input", []string{"init", "--", "no-such-command-anywhere"}, nil, 2, -1, "executable file not found in $PATH"},
+
 		{"usage", []string{"doctor", "extra"}, nil, 2, 1, `kptr doctor: takes no arguments, got "extra"`},
 		{"ok", []string{"version"}, nil, 0, 0, ""},
 		{"usage", []string{"version", "extra"}, nil, 2, 1, "kptr version: takes no arguments"},
@@ -228,5 +239,28 @@ func TestExitCodesWithoutSandbox(t *testing.T) {
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil || !strings.Contains(out.String(), "--- PASS: TestExitCodesWithoutSandbox") {
 		t.Fatalf("child: %v\n%s", err, out.String())
+	}
+}
+
+// The sidecar's command line (kptr init -- CMD) is run by startup before the
+// command tree exists; its failures read and exit as through the tree.
+func TestInitFastPath(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing")
+	for _, args := range [][]string{{"--", missing}, {"--", "no-such-command-anywhere"}} {
+		argv := append([]string{"kptr", "init"}, args...)
+		var fast bytes.Buffer
+		code, ok := initFast(argv, &fast)
+		if !ok {
+			t.Fatalf("%v: not taken by the fast path", argv)
+		}
+		tree, _, errs := runIn(t, argv...)
+		if code != tree || fast.String() != errs {
+			t.Errorf("%v: fast path exit %d %q, command tree exit %d %q", argv, code, fast.String(), tree, errs)
+		}
+	}
+	for _, argv := range [][]string{{"kptr", "init"}, {"kptr", "init", "--help"}, {"kptr", "init", "true"}, {"kptr", "init", "--"}, {"kpt", "init", "--", "true"}, {"kptr", "version"}} {
+		if _, ok := initFast(argv, io.Discard); ok {
+			t.Errorf("%v: taken by the fast path", argv)
+		}
 	}
 }

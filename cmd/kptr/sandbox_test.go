@@ -134,6 +134,7 @@ func TestMayStartManySandboxes(t *testing.T) {
 		"kptr __complete fn ": false,
 		"kptr cache ls":       false,
 		"kptr doctor":         false,
+		"kptr init --help":    false,
 		"kptr prewarm .":      false,
 		"kptr fn source .":    false,
 		"kptr fn sink out":    false,

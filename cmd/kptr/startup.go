@@ -10,9 +10,10 @@ import (
 	"github.com/kptr-dev/kptr/runtime"
 )
 
-// startup runs before anything else in main. Started as a container init
-// ("kptr init") or a sandbox probe child, kptr does that job and exits here
-// (a container init already in runtime/containerinit's package init).
+// startup runs before anything else in main. Started as libcontainer's
+// container init (already run from runtime/containerinit's package init), a
+// sandbox probe child or the sidecar's init (kptr init -- CMD), kptr does
+// that job and exits here.
 // Otherwise, for commands that may start several sandboxes, kptr makes sure
 // libcontainer never copies the whole binary on a function start (see
 // runtime.ReexecSealed): as root it seals it through a read-only overlayfs
@@ -20,6 +21,9 @@ import (
 // in-memory copy.
 func startup() {
 	runtime.HandleInit()
+	if code, ok := initFast(os.Args, os.Stderr); ok {
+		os.Exit(code)
+	}
 	if mayStartManySandboxes(os.Args) {
 		runtime.ReexecSealed()
 	}
@@ -35,7 +39,7 @@ func mayStartManySandboxes(argv []string) bool {
 		return false
 	}
 	switch argv[1] {
-	case "version", "--version", "help", "-h", "--help", "cache", "doctor", "prewarm",
+	case "version", "--version", "help", "-h", "--help", "cache", "doctor", "prewarm", "init",
 		"completion", "__complete", "__completeNoDesc":
 		return false
 	case "fn":

@@ -60,6 +60,8 @@ func Config() v1.Config {
 			"KPTR_CACHE_DIR=" + CacheDir,
 		},
 		WorkingDir: Home,
+		// kptr is on PATH: deploy/ starts the sidecar as
+		// [kptr, init, --, /var/run/argocd/argocd-cmp-server].
 		Entrypoint: []string{"kptr"},
 		Cmd:        []string{"doctor"},
 		Volumes:    map[string]struct{}{"/tmp": {}, CacheVolume: {}},

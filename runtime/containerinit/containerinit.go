@@ -32,8 +32,9 @@ import (
 )
 
 // initPipeEnv is set by libcontainer for every init it starts; the entry
-// runs only with it, so that a plain "kptr init" typed by a user is left to
-// kptr's command line.
+// runs only with it and only for exactly "<kptr> init", so that the
+// sidecar's `kptr init -- CMD` (runtime.ProcessInit) is left to kptr's
+// command line.
 const initPipeEnv = "_LIBCONTAINER_INITPIPE"
 
 func init() {
@@ -45,7 +46,7 @@ func init() {
 // IsInit reports whether this process was started by libcontainer as a
 // container init.
 func IsInit() bool {
-	return len(os.Args) >= 2 && os.Args[1] == "init" && os.Getenv(initPipeEnv) != ""
+	return len(os.Args) == 2 && os.Args[1] == "init" && os.Getenv(initPipeEnv) != ""
 }
 
 // Run becomes the container init; it never returns.

@@ -186,4 +186,8 @@ func TestArgoCDRepoServerChainColdLargeImage(t *testing.T) {
 	if p := fetchers(c.sidecar.cache); len(p) != 0 {
 		t.Errorf("processes left behind: %v", p)
 	}
+	// The fetch outlived the renders Argo CD gave up on: an orphan, which
+	// kptr init (pid 1) reaped; argocd-cmp-server as pid 1 would have left
+	// it a zombie.
+	c.sidecar.checkNamespaceClean(t)
 }

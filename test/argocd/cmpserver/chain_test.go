@@ -414,6 +414,8 @@ func TestArgoCDRepoServerChain(t *testing.T) {
 		if p := fetchers(c.sidecar.cache); len(p) > 0 {
 			t.Errorf("background fetches still running: %v", p)
 		}
+		// and none left a zombie or anything else in the sidecar
+		c.sidecar.checkNamespaceClean(t)
 	})
 
 	t.Run("function announcement", func(t *testing.T) {

@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -110,6 +111,7 @@ func argocdBinary(t testing.TB) string {
 
 // server is one running argocd-cmp-server with kptr as its plugin.
 type server struct {
+	init   int // host pid of kptr init, pid 1 of the sidecar's pid namespace
 	sock   string
 	cache  string
 	tmp    string // the sidecar's /tmp (TMPDIR)
@@ -211,22 +213,37 @@ func startServer(t testing.TB, operatorEnv map[string]string) *server {
 	for k, v := range operatorEnv {
 		env[k] = v
 	}
-	argv := []string{filepath.Join(bin, "argocd-cmp-server"), "--config-dir-path", cfg, "--logformat", "text", "--loglevel", "info"}
+	// As deploy/ starts it: under kptr init, pid 1 of the container's (here
+	// a new) pid namespace, which reaps what argocd-cmp-server would leave
+	// as zombies (argoproj/argo-cd#29349).
+	argv := []string{filepath.Join(bin, "kptr.real"), "init", "--",
+		filepath.Join(bin, "argocd-cmp-server"), "--config-dir-path", cfg, "--logformat", "text", "--loglevel", "info"}
+	// The namespace gets its own /proc, as a container's: kptr reads
+	// /proc/PID of its own pids. sh mounts it and execs the rest, keeping
+	// pid 1.
+	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWNS}
 	if os.Geteuid() == 0 {
 		argv = append([]string{"setpriv", "--reuid", fmt.Sprint(pluginUID), "--regid", fmt.Sprint(pluginUID), "--clear-groups",
 			"--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"}, argv...)
-	} else {
+	}
+	argv = append([]string{"/bin/sh", "-c", `mount --make-rprivate / && mount -t proc proc /proc && exec "$@"`, "sh"}, argv...)
+	if os.Geteuid() != 0 {
 		t.Logf("not root: running argocd-cmp-server as uid %d", os.Geteuid())
+		// the pid namespace needs a user namespace: one mapping only our ids
+		attr.Cloneflags |= syscall.CLONE_NEWUSER
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Geteuid(), HostID: os.Geteuid(), Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getegid(), HostID: os.Getegid(), Size: 1}}
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	cmd.Stdout, cmd.Stderr = s.log, s.log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = attr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	s.init = cmd.Process.Pid
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
 	t.Cleanup(func() {
@@ -266,6 +283,66 @@ func startServer(t testing.TB, operatorEnv map[string]string) *server {
 	t.Cleanup(func() { conn.Close() })
 	s.client = apiclient.NewConfigManagementPluginServiceClient(conn)
 	return s
+}
+
+// checkNamespaceClean waits (up to 15 s) until the sidecar's pid namespace
+// holds only kptr init and argocd-cmp-server, neither a zombie: every
+// process a render started (functions, background fetches) has ended and
+// been reaped.
+func (s *server) checkNamespaceClean(t testing.TB) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		procs := s.namespaceProcs(t)
+		left := []string{}
+		for pid, p := range procs {
+			if pid == s.init || p.ppid == s.init && strings.Contains(p.cmd, "argocd-cmp-server") && p.state != "Z" {
+				continue
+			}
+			left = append(left, fmt.Sprintf("%d %s %s", pid, p.state, p.cmd))
+		}
+		if len(left) == 0 && len(procs) == 2 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sidecar's pid namespace holds, besides kptr init and argocd-cmp-server (state Z: a zombie):\n%s", strings.Join(left, "\n"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+type nsProc struct {
+	ppid       int
+	state, cmd string
+}
+
+// namespaceProcs lists the processes in the sidecar's pid namespace (the
+// pid namespace of kptr init) by host pid.
+func (s *server) namespaceProcs(t testing.TB) map[int]nsProc {
+	t.Helper()
+	ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", s.init))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int]nsProc{}
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		if l, err := os.Readlink(d + "/ns/pid"); err != nil || l != ns {
+			continue
+		}
+		stat, err := os.ReadFile(d + "/stat")
+		if err != nil {
+			continue // ended meanwhile
+		}
+		// "pid (comm) S ppid ...": comm may hold anything, the last ')' ends it
+		i := bytes.LastIndexByte(stat, ')')
+		f := strings.Fields(string(stat[i+1:]))
+		cmdline, _ := os.ReadFile(d + "/cmdline")
+		pid, _ := strconv.Atoi(filepath.Base(d))
+		ppid, _ := strconv.Atoi(f[1])
+		out[pid] = nsProc{ppid: ppid, state: f[0], cmd: strings.ReplaceAll(string(cmdline), "\x00", " ") + string(stat[:i+1])}
+	}
+	return out
 }
 
 // calls counts the kptr invocations whose first argument is command.
