@@ -40,8 +40,11 @@ func TestRuntimeDefaultProfilesDoctorAndRunsAgree(t *testing.T) {
 	crioOld := filepath.Join(profiles, "crio-containers-common-4d1476b.json")
 
 	home := ownedDir(t, filepath.Join(base, "home"))
+	// KPTR_MEMO=off: generate memoises by default, and a whole-app replay
+	// of the reference's generate would start no sandbox at all (memo/README.md);
+	// every run here is meant to start one under the profile.
 	env := func(sandbox string) []string {
-		return []string{
+		return []string{"KPTR_MEMO=off",
 			"PATH=/usr/bin:/bin", "HOME=" + home, "TMPDIR=" + home,
 			"KPTR_CACHE_DIR=" + filepath.Join(home, "cache"), "KPTR_OFFLINE=1",
 			"KPTR_ALLOWED_IMAGES=gcr.io/kpt-fn/*", "KPTR_PROGRESS=none", "KPTR_SANDBOX=" + sandbox,
