@@ -160,6 +160,11 @@ func verdictKeyNow(tier, dir string) (verdictKey, bool) {
 	return k, true
 }
 
+// BuildID is the Go build ID of the running kptr binary (see goBuildID):
+// what identifies a build for anything kptr caches across runs (probe
+// verdicts here, cmd/kptr's whole-application memo key); "" when unknown.
+func BuildID() string { return goBuildID() }
+
 // goBuildID is the Go build ID of the running binary (it changes with any
 // change of its code or build tags), read from its ELF note
 // (.note.go.buildid: namesz 4, descsz, type 4, "Go\0\0", the ID), which the

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"debug/elf"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -14,6 +13,7 @@ import (
 	"github.com/kptr-dev/kptr/cache"
 	"github.com/kptr-dev/kptr/memo"
 	"github.com/kptr-dev/kptr/pipeline"
+	"github.com/kptr-dev/kptr/runtime"
 )
 
 // A whole generate is memoised too (on with --memo, like its functions):
@@ -166,25 +166,16 @@ func hashTree(k *memo.KeyBuilder, dir string) bool {
 }
 
 // kptrBuildID identifies this kptr build: the Go build ID of the running
-// binary (any change of its code changes it) and its module version; "" when
-// unknown (nothing is then memoised as a whole).
+// binary (any change of its code changes it, runtime.BuildID) and its module
+// version; "" when unknown (nothing is then memoised as a whole).
 func kptrBuildID() string {
-	f, err := elf.Open("/proc/self/exe")
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	s := f.Section(".note.go.buildid")
-	if s == nil {
-		return ""
-	}
-	note, err := s.Data()
-	if err != nil || len(note) == 0 {
+	id := runtime.BuildID()
+	if id == "" {
 		return ""
 	}
 	v := ""
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		v = bi.Main.Version + " " + bi.GoVersion
 	}
-	return string(note) + " " + v
+	return id + " " + v
 }
