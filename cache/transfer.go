@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -182,6 +183,14 @@ type ImportOption func(*importSettings)
 
 type importSettings struct{ repo string }
 
+// namingErr is an import failure the user fixes in their command line or
+// their export (a layout entry named by a tag only, an unnamed or misnamed
+// archive image): Import reports it with exit code 2, not as the cache's
+// environment (3).
+type namingErr struct{ error }
+
+func (e namingErr) Unwrap() error { return e.error }
+
 // ImportRepository names images whose layout annotation is only a tag (as
 // `skopeo copy ... oci:DIR:TAG` writes it) REPO:TAG.
 func ImportRepository(repo string) ImportOption {
@@ -224,7 +233,11 @@ func (c *Cache) Import(ctx context.Context, src string, opts ...ImportOption) ([
 		return nil, &Error{Err: fmt.Errorf("import %s: neither an OCI image layout nor a docker archive", src), code: 2}
 	}
 	if err != nil {
-		return nil, &Error{Err: fmt.Errorf("import %s: %w", src, err)}
+		code := 0 // the cache's environment: 3
+		if errors.As(err, new(namingErr)) {
+			code = 2 // the user's input names no image: a usage error
+		}
+		return nil, &Error{Err: fmt.Errorf("import %s: %w", src, err), code: code}
 	}
 	for i, r := range refs {
 		ir, err := c.parseRef(r)
@@ -325,10 +338,10 @@ func (c *Cache) importLayout(ctx context.Context, dir, repo string) ([]string, [
 			n = repo + ":" + n
 		}
 		if n == "" || !strings.Contains(n, "/") {
-			return nil, nil, fmt.Errorf("manifest %s has no full image name (%s=%q; name the repository with --repository)", d.Digest, annRefName, n)
+			return nil, nil, namingErr{fmt.Errorf("manifest %s has no full image name (%s=%q; name the repository with --repository)", d.Digest, annRefName, n)}
 		}
 		if _, err := name.ParseReference(n); err != nil {
-			return nil, nil, fmt.Errorf("manifest %s: name %q: %w", d.Digest, n, err)
+			return nil, nil, namingErr{fmt.Errorf("manifest %s: name %q: %w", d.Digest, n, err)}
 		}
 		if d.MediaType.IsIndex() {
 			b, err := os.ReadFile(blob(d.Digest))
@@ -431,12 +444,12 @@ func (c *Cache) importDockerArchive(ctx context.Context, dir string) ([]string, 
 			return nil, nil, err
 		}
 		if len(e.RepoTags) == 0 {
-			return nil, nil, fmt.Errorf("image %s in the archive has no RepoTags: save it by name (docker save REPO:TAG, skopeo copy ... docker-archive:FILE:REPO:TAG)", e.Config)
+			return nil, nil, namingErr{fmt.Errorf("image %s in the archive has no RepoTags: save it by name (docker save REPO:TAG, skopeo copy ... docker-archive:FILE:REPO:TAG)", e.Config)}
 		}
 		for _, t := range e.RepoTags {
 			r, err := name.ParseReference(t)
 			if err != nil {
-				return nil, nil, fmt.Errorf("RepoTag %q: %w", t, err)
+				return nil, nil, namingErr{fmt.Errorf("RepoTag %q: %w", t, err)}
 			}
 			refs = append(refs, r.Name())
 			descs = append(descs, v1.Descriptor{MediaType: types.DockerManifestSchema2, Size: int64(len(mb)), Digest: md})

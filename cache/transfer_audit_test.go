@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,7 +34,8 @@ func TestImportOfANonTarballSaysWhatItWants(t *testing.T) {
 	}
 }
 
-// A docker archive saved without a name says how to save it with one.
+// A docker archive saved without a name says how to save it with one, as
+// the user's input to fix (exit code 2).
 func TestImportOfAnUntaggedDockerArchive(t *testing.T) {
 	dir := t.TempDir()
 	writeFile := func(name, data string) {
@@ -44,7 +46,47 @@ func TestImportOfAnUntaggedDockerArchive(t *testing.T) {
 	writeFile("manifest.json", `[{"Config":"abc.json","RepoTags":null,"Layers":[]}]`)
 	writeFile("abc.json", `{}`)
 	_, err := openTest(t, "").Import(ctx, dir)
-	if err == nil || !strings.Contains(err.Error(), "has no RepoTags: save it by name (docker save REPO:TAG") {
-		t.Fatalf("untagged archive: %v", err)
+	var ce *Error
+	if !errors.As(err, &ce) || ce.ExitCode() != 2 || !strings.Contains(err.Error(), "has no RepoTags: save it by name (docker save REPO:TAG") {
+		t.Fatalf("untagged archive: %v (want exit code 2)", err)
+	}
+}
+
+// A layout whose entries are named by a tag only (skopeo's oci:DIR:TAG),
+// imported without --repository, is the user's input to fix: exit code 2
+// and a message that names the flag; with the repository it imports.
+func TestImportOfATagOnlyLayoutIsAUsageError(t *testing.T) {
+	reg := newTestRegistry(t)
+	ref := reg.Host + "/fn/tagonly:v1"
+	push(t, image(t, false, HostPlatform().Architecture, layerWith(t, "tag-only")), ref)
+	src := openTest(t, "")
+	if _, err := src.Resolve(ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+	layout := filepath.Join(t.TempDir(), "layout")
+	if err := src.Export(ctx, []string{ref}, layout, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	// rename the entry to its tag alone, as skopeo copy ... oci:DIR:v1 names it
+	idx := filepath.Join(layout, "index.json")
+	b, err := os.ReadFile(idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tagOnly := strings.ReplaceAll(string(b), `"`+ref+`"`, `"v1"`)
+	if tagOnly == string(b) {
+		t.Fatalf("no entry named %s in %s", ref, b)
+	}
+	if err := os.WriteFile(idx, []byte(tagOnly), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = openTest(t, "").Import(ctx, layout)
+	var ce *Error
+	if !errors.As(err, &ce) || ce.ExitCode() != 2 || !strings.Contains(err.Error(), "--repository") {
+		t.Fatalf("tag-only layout without --repository: %v (want exit code 2 naming --repository)", err)
+	}
+	refs, err := openTest(t, "").Import(ctx, layout, ImportRepository(reg.Host+"/fn/tagonly"))
+	if err != nil || len(refs) != 1 || refs[0] != ref {
+		t.Fatalf("with --repository: %v %v", refs, err)
 	}
 }
