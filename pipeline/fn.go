@@ -405,7 +405,7 @@ func (r *renderer) invoke(st *fnStep, in io.Reader) (runtime.Result, error) {
 		b := cache.Bundle{Ref: st.exec, Config: v1.Config{Entrypoint: []string{bin}, Cmd: st.argv[1:]}}
 		runner := r.opts.ExecRunner
 		if runner == nil {
-			runner = hostExec{}
+			runner = runtime.Host{}
 		}
 		return runner.Run(r.ctx, b, inv)
 	}

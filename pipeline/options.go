@@ -39,8 +39,8 @@ type Options struct {
 	Runner Runner
 	// ExecRunner runs `exec:` functions: bundles with an empty Rootfs whose
 	// Config.Entrypoint is the resolved host binary and its arguments. Nil
-	// means a built-in host exec runner (kpt runs exec functions on the host
-	// with the whole environment too).
+	// means runtime.Host{} (kpt runs exec functions on the host with the
+	// whole environment too).
 	ExecRunner Runner
 	// ImagePrefix is prepended to names without '/' as kpt does it
 	// (cache.ApplyImagePrefix: its trailing '/'s do not matter); empty means
