@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opencontainers/cgroups"
 	"golang.org/x/sys/unix"
 )
 
@@ -529,6 +530,65 @@ func TestCgroupLimits(t *testing.T) {
 	res, err = s.Run(context.Background(), bundle(t, "alloc", "16"), Invocation{})
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("16 MiB under 64 MiB: %v %d %s", err, res.ExitCode, res.Stderr)
+	}
+}
+
+// A run joins the cgroup v1 hierarchies of its limits (memory, pids) and
+// devices (libcontainer's device rules), each in its own cgroup with the
+// limits set, and no other hierarchy: libcontainer.Create would join every
+// one mounted (cpu, blkio, freezer, name=systemd, ...), a mkdir, an attach
+// and an rmdir each per start, for limits kptr never sets.
+func TestRunCgroupHierarchies(t *testing.T) {
+	if !sandbox(t).Features().Cgroups || cgroups.IsCgroup2UnifiedMode() {
+		t.Skip("needs cgroup v1 hierarchies that kptr may create cgroups in (root)")
+	}
+	s, err := New(WithStateDir(filepath.Join(testTmp, "state-cgroups")), WithLimits(Limits{Memory: 64 << 20, Pids: 99}))
+	must(t, err)
+	defer s.Close()
+	st, err := s.setup(bundle(t), Invocation{})
+	must(t, err)
+	defer st.destroy(s.log)
+	// The init waits on its exec fifo: inspect it before the function runs.
+	must(t, onStableThread(func() error { return st.c.Start(st.p) }))
+	defer func() { _ = st.c.Signal(unix.SIGKILL); _, _ = st.p.Wait() }()
+	pid, err := st.p.Pid()
+	must(t, err)
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	must(t, err)
+	want := map[string]bool{"memory": true, "pids": true, "devices": true}
+	joined := map[string]bool{}
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.SplitN(l, ":", 3)
+		if len(f) != 3 {
+			t.Fatalf("/proc/%d/cgroup: %q", pid, l)
+		}
+		own := strings.HasSuffix(f[2], "/kptr/"+st.id)
+		for _, c := range strings.Split(f[1], ",") {
+			if c == "" {
+				c = "unified"
+			}
+			if own && !want[c] {
+				t.Errorf("the run joined the %s hierarchy (%s)", c, l)
+			}
+			if own {
+				joined[c] = true
+			}
+		}
+	}
+	for c := range want {
+		if !joined[c] {
+			t.Errorf("the run is not in its own %s cgroup:\n%s", c, b)
+		}
+	}
+	paths := runCgroupPaths(&cgroups.Cgroup{Parent: "kptr", Name: st.id})
+	for file, v := range map[string]string{
+		filepath.Join(paths["pids"], "pids.max"):                "99",
+		filepath.Join(paths["memory"], "memory.limit_in_bytes"): strconv.Itoa(64 << 20),
+	} {
+		got, err := os.ReadFile(file)
+		if err != nil || strings.TrimSpace(string(got)) != v {
+			t.Errorf("%s = %q (%v), want %s", file, got, err, v)
+		}
 	}
 }
 

@@ -372,7 +372,7 @@ func (s *Sandbox) setup(b cache.Bundle, inv Invocation) (_ *started, err error) 
 			return nil, fmt.Errorf("prepare overlay: %w", err)
 		}
 	}
-	if st.c, err = libcontainer.Create(s.stateDir, id, cfg); err != nil {
+	if st.c, err = createContainer(s.stateDir, id, cfg); err != nil {
 		return nil, fmt.Errorf("create sandbox: %w", err)
 	}
 	if st.sio, err = newStdio(nil, 0); err != nil {
