@@ -60,6 +60,13 @@ type Outcome struct {
 	Functions, Packages int
 }
 
+// Fits reports whether o can be replayed for a render with opts: it was
+// written to the same kind of destination, with results when opts asks for
+// them. (A key that covers both never finds another; Render checks anyway.)
+func (o *Outcome) Fits(opts Options) bool {
+	return o.Output == outputClass(opts.Output) && (opts.ResultsDir == "" || o.Results != nil)
+}
+
 // outputDir is Outcome.Output for -o DIR (whatever the directory).
 const outputDir = "dir"
 
@@ -110,7 +117,7 @@ func (r *renderer) lookup() *Outcome {
 	if !ok {
 		return nil
 	}
-	if rec != nil && rec.Output == outputClass(r.opts.Output) && (r.opts.ResultsDir == "" || rec.Results != nil) {
+	if rec != nil && rec.Fits(r.opts) {
 		return rec
 	}
 	r.outcome = &Outcome{Output: outputClass(r.opts.Output)}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -20,7 +19,8 @@ import (
 // kptr's build, every entry of the package tree, the digest each image
 // resolves to through the cache alone, the image prefix, function timeout,
 // output limits and sandbox choice) and the settings only a render reads:
-// the kpt face, the package's name (the transcript shows it), the output
+// the kpt face, the package's absolute path (every resource carries it to
+// the functions, as kpt's do; the transcript shows its name), the output
 // destination (in place, stdout, unwrap, a directory: which one does not
 // matter), whether there is a results directory (the replay prints its
 // path anew), --truncate-output. A render allowed exec functions or the
@@ -30,12 +30,12 @@ import (
 
 // renderMemo keys and records whole renders for pipeline.Render.
 type renderMemo struct {
-	ctx      context.Context
-	g        *globals
-	output   string
-	results  bool
-	truncate bool
-	t0       time.Time
+	ctx        context.Context
+	g          *globals
+	output     string
+	resultsDir string
+	truncate   bool
+	t0         time.Time
 
 	// set by Lookup
 	st  *memo.Store
@@ -48,7 +48,7 @@ func (g *globals) renderMemo(ctx context.Context, allowExec, allowNetwork bool, 
 	if !g.memoOn(false) || allowExec || allowNetwork {
 		return nil
 	}
-	return &renderMemo{ctx: ctx, g: g, output: output, results: resultsDir != "", truncate: truncate, t0: time.Now()}
+	return &renderMemo{ctx: ctx, g: g, output: output, resultsDir: resultsDir, truncate: truncate, t0: time.Now()}
 }
 
 // Lookup keys the package pkg holds and returns its record, if any.
@@ -64,9 +64,11 @@ func (m *renderMemo) Lookup(pkg *os.Root, images []string) (*pipeline.Outcome, b
 		out = "dir"
 	}
 	k.Str("kpt", strconv.FormatBool(m.g.kpt))
-	k.Str("package", filepath.Base(pkg.Name()))
+	// the functions see it (internal.config.kubernetes.io/package-path, as
+	// in kpt), and the transcript shows its name
+	k.Str("package", pkg.Name())
 	k.Str("output", out)
-	k.Str("results", strconv.FormatBool(m.results))
+	k.Str("results", strconv.FormatBool(m.resultsDir != ""))
 	k.Str("truncate-output", strconv.FormatBool(m.truncate))
 	m.st, m.key = st, k.Sum()
 	rec, ok := st.Get(m.key)
@@ -74,7 +76,7 @@ func (m *renderMemo) Lookup(pkg *os.Root, images []string) (*pipeline.Outcome, b
 		return nil, true
 	}
 	o, err := pipeline.UnmarshalOutcome(rec.Stdout)
-	if err != nil {
+	if err != nil || !o.Fits(pipeline.Options{Output: m.output, ResultsDir: m.resultsDir}) {
 		return nil, true
 	}
 	m.g.logger().Debug("replaying the recorded render of this unchanged package (memo)", "dir", displayPath(pkg.Name()))

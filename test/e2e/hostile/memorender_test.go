@@ -43,20 +43,21 @@ func replayPkg(ref string) map[string]string {
 	}
 }
 
-// copyPkg makes a fresh copy of files, a package named pkg in a new
-// directory under base (every copy has the same name: the transcript shows
-// it); secret.yaml is mode 0600.
+// copyPkg makes a fresh copy of files at base/work/pkg, where every copy
+// is (the functions see the package's path: a copy elsewhere is another
+// input); secret.yaml is mode 0600.
 func (h *harness) copyPkg(t *testing.T, files map[string]string) string {
+	return h.copyPkgAt(t, "work", files)
+}
+
+// copyPkgAt is copyPkg at base/parent/pkg.
+func (h *harness) copyPkgAt(t *testing.T, parent string, files map[string]string) string {
 	t.Helper()
-	parent, err := os.MkdirTemp(h.base, "copy-")
-	if err != nil {
+	if err := os.RemoveAll(filepath.Join(h.base, parent)); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chmod(parent, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	h.own(t, parent)
-	p := h.pkg(t, filepath.Join(filepath.Base(parent), "pkg"), files)
+	h.dir(t, parent, 0o755)
+	p := h.pkg(t, filepath.Join(parent, "pkg"), files)
 	if err := os.Chmod(filepath.Join(p, "secret.yaml"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -205,16 +206,12 @@ func TestMemoRenderKeysEveryInput(t *testing.T) {
 			{name: "KPTR_FN_MAX_ITEMS", env: []string{"KPTR_FN_MAX_ITEMS=1000"}},
 			{name: "KPTR_OVERLAY", env: []string{"KPTR_OVERLAY=0"}},
 			{name: "the kpt face", asKpt: true},
-			{name: "the package's name", change: func(pkg string) error { return nil }},
+			{name: "the package's path", change: func(pkg string) error { return nil }},
 			{name: "--memo=off", args: []string{"--memo=off"}},
 		} {
 			pkg := fresh()
-			if c.name == "the package's name" {
-				moved := filepath.Join(filepath.Dir(pkg), "other")
-				if err := os.Rename(pkg, moved); err != nil {
-					t.Fatal(err)
-				}
-				pkg = moved
+			if c.name == "the package's path" {
+				pkg = h.copyPkgAt(t, "elsewhere", files)
 			}
 			if c.change != nil {
 				if err := c.change(pkg); err != nil {
@@ -224,7 +221,7 @@ func TestMemoRenderKeysEveryInput(t *testing.T) {
 			args := append([]string{}, c.args...)
 			for i, a := range args {
 				if a == "RESULTS" {
-					args[i] = filepath.Join(filepath.Dir(pkg), "results")
+					args[i] = filepath.Join(h.dir(t, "results", 0o755), "r")
 				}
 			}
 			var r *result
@@ -237,6 +234,9 @@ func TestMemoRenderKeysEveryInput(t *testing.T) {
 				t.Errorf("%s: replayed the render recorded before the change:\n%s", c.name, r.stderr)
 			}
 		}
+		// invoked as kpt, a render replays the kpt face's own record (the
+		// table's)
+		h.kptr(t, call{args: []string{"fn", "render", fresh()}, asKpt: true, env: []string{"KPTR_MEMO=on", "KPTR_LOG_LEVEL=debug"}}).exits(t, 0).says(t, wholeReplayed)
 		// the image behind the reference changes (another digest)
 		h.importImage(t, ref, fnimage.Build(t, "kptr-fx", fnimage.WithEnv("CHANGED=1")))
 		render(fresh(), nil).never(t, wholeReplayed)
@@ -282,12 +282,12 @@ func TestMemoRenderFailuresAndConcurrency(t *testing.T) {
 		// a real render's result, then concurrent renders: two of one
 		// package (the second renders the first's output, which the
 		// pipeline leaves unchanged), two of fresh copies (replays)
-		realPkg := h.copyPkg(t, files)
+		realPkg := h.copyPkgAt(t, "real", files)
 		h.kptr(t, call{args: []string{"fn", "render", realPkg, "--memo=off"}}).exits(t, 0)
 		want := tree(t, realPkg)
 		h.kptr(t, call{args: []string{"fn", "render", h.copyPkg(t, files), "--memo=on"}}).exits(t, 0)
-		shared := h.copyPkg(t, files)
-		pkgs := []string{shared, shared, h.copyPkg(t, files), h.copyPkg(t, files)}
+		shared := h.copyPkg(t, files) // a replay, then a render of its output
+		pkgs := []string{shared, shared, h.copyPkgAt(t, "other1", files), h.copyPkgAt(t, "other2", files)}
 		var wg sync.WaitGroup
 		results := make([]*result, len(pkgs))
 		for i, pkg := range pkgs {
