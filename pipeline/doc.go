@@ -38,6 +38,11 @@
 //     or a recovery), so it is safe on read-only checkouts.
 //   - A failed render changes only what kpt changes: the root Kptfile's
 //     status, or the partial result under kpt.dev/save-on-render-failure.
+//   - A whole render can be replayed (Options.Memo, replay.go): the record
+//     is looked up with the package open and, in place, locked until the
+//     commit, and a hit is written through the same journaled commit (or
+//     -o DIR writer, results writer) as a rendered result, so the package
+//     ends as a real render leaves it, or untouched when the write fails.
 //   - Kptfile and input errors surface before any image is resolved; an
 //     image is resolved only when its function's turn comes.
 //   - Function output is never trusted: paths that climb out of the

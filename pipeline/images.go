@@ -25,10 +25,15 @@ func Images(dir string, opts Options) ([]string, error) {
 		return nil, err
 	}
 	defer fsys.Close()
+	return images(fsys, &opts)
+}
+
+// images is Images of the package fsys holds.
+func images(fsys *pkgFS, opts *Options) ([]string, error) {
 	seen := map[string]bool{}
 	// through the package's root: a Kptfile linked from outside the
 	// package is an error, a linked directory is not walked
-	err = fs.WalkDir(fsys.root.FS(), ".", func(name string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(fsys.root.FS(), ".", func(name string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -53,7 +58,7 @@ func Images(dir string, opts Options) ([]string, error) {
 			if f.Image == "" {
 				continue
 			}
-			img, err := resolveImage(context.Background(), f, &opts, true)
+			img, err := resolveImage(context.Background(), f, opts, true)
 			if err != nil {
 				return err
 			}

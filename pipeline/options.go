@@ -79,6 +79,10 @@ type Options struct {
 	// Mounts, AsCurrentUser: eval's --mount and --as-current-user.
 	Mounts        []Mount
 	AsCurrentUser bool
+	// Memo, when set, replays a whole Render recorded before (see
+	// RenderMemo). The Output of a replayed render holds only its counts
+	// (Functions, Packages): no Resources, no Results. Eval ignores it.
+	Memo RenderMemo
 }
 
 // ConstraintResolver is the optional Resolver extension that picks the

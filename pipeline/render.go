@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -33,6 +34,10 @@ type renderer struct {
 	latest                         map[*pkgNode][]*yaml.RNode
 	pulled                         time.Duration // the current function's image pull
 	reused                         bool          // the current function's result was replayed (runtime.Result.Reused)
+	// outcome, when not nil, records this render for opts.Memo (replay.go);
+	// transcript captures what it prints meanwhile.
+	outcome    *Outcome
+	transcript *bytes.Buffer
 }
 
 // Render renders the package at dir as `kpt fn render` does and writes the
@@ -72,6 +77,11 @@ func Render(ctx context.Context, dir string, opts Options) (*Output, error) {
 	}
 	defer closePackage(fs, writer)
 	r.fs, r.writer = fs, writer
+	// a whole replay is looked up with the package open (locked, in
+	// place): what it keys is what the render would read
+	if rec := r.lookup(); rec != nil {
+		return r.replay(rec)
+	}
 	r.root = &pkgNode{fs: fs, dir: abs, rel: ".", display: filepath.Base(abs)}
 	if err := r.root.loadKptfile(); err != nil {
 		return nil, newError(wrap("fn.render", "", err), ".", "")
@@ -122,6 +132,7 @@ func (r *renderer) render() (*Output, error) {
 	if err := adjustRelPath(r.root, out); err != nil {
 		return nil, newError(err, ".", "")
 	}
+	r.endTranscript()
 	res := &Output{Resources: out, Results: r.results, Functions: r.executed, Packages: r.pkgs}
 	switch r.opts.Output {
 	case OutputMemory:
@@ -134,24 +145,39 @@ func (r *renderer) render() (*Output, error) {
 		}
 		r.pr.printf("Successfully executed %d function(s) in %d package(s).\n", r.executed, r.pkgs)
 	default:
-		if err := writeOutput(r.opts.Output, r.opts.Stdout, out); err != nil {
+		if err := r.writeOutput(out); err != nil {
 			return nil, newError(err, ".", "")
 		}
 	}
 	if err := r.saveResults(); err != nil {
 		return res, newError(err, ".", "")
 	}
+	r.record()
 	return res, nil
 }
 
+// saveResults writes results.yaml to --results-dir, if set.
 func (r *renderer) saveResults() error {
-	p, err := saveResults(r.opts.ResultsDir, r.results)
+	if r.opts.ResultsDir == "" {
+		return nil
+	}
+	b, err := marshalResults(r.results)
 	if err != nil {
 		return err
 	}
-	if p != "" {
-		r.pr.printf("For complete results, see %s\n", p)
+	if r.outcome != nil {
+		r.outcome.Results = b
 	}
+	return r.writeResults(b)
+}
+
+// writeResults writes b to --results-dir and says so.
+func (r *renderer) writeResults(b []byte) error {
+	p, err := writeResults(r.opts.ResultsDir, b)
+	if err != nil {
+		return err
+	}
+	r.pr.printf("For complete results, see %s\n", p)
 	return nil
 }
 

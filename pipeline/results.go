@@ -33,15 +33,8 @@ func newResultList() *ResultList {
 	}}
 }
 
-// saveResults writes dir/results.yaml and returns its path ("" when dir is empty).
-func saveResults(dir string, rl *ResultList) (string, error) {
-	if dir == "" {
-		return "", nil
-	}
-	b, err := marshalResults(rl)
-	if err != nil {
-		return "", err
-	}
+// writeResults writes b (marshalResults) to dir/results.yaml and returns its path.
+func writeResults(dir string, b []byte) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("failed to save function results: %w", err)
 	}

@@ -167,6 +167,10 @@ func (r *renderer) writeInPlace(out []*yaml.RNode) error {
 			deletes = append(deletes, f)
 		}
 	}
+	if r.outcome != nil {
+		sort.Strings(deletes)
+		r.outcome.Files, r.outcome.Deletes = files, deletes
+	}
 	return r.writer.commit(files, deletes)
 }
 

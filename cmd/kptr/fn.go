@@ -316,6 +316,7 @@ the cache (kpt reports these as the function's exit code 125).`,
 		opts, env := g.baseOptions(ctx)
 		opts.AllowExec, opts.AllowNetwork = allowExec, allowNetwork
 		opts.Output, opts.ResultsDir = output, resultsDir
+		opts.Memo = g.renderMemo(ctx, allowExec, allowNetwork, output, resultsDir, truncate)
 		if _, err := pipeline.Render(ctx, dir, opts); err != nil {
 			return g.fnFailure(err, dir, env)
 		}

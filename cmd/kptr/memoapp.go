@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
-	"strconv"
 	"time"
 
 	"github.com/kptr-dev/kptr/cache"
@@ -22,8 +21,8 @@ import (
 // key covers everything the manifests are a function of:
 //
 //   - every file and directory of the application's tree (path, type,
-//     mode, content); a tree with a symbolic link or a special file is not
-//     memoised as a whole;
+//     mode, content; memo.KeyBuilder.Tree); a tree with a symbolic link or
+//     a special file is not memoised as a whole;
 //   - the manifest digest each Kptfile image resolves to now, through the
 //     cache alone (an image not cached, a tag constraint, or
 //     --image-pull-policy Always: not memoised as a whole);
@@ -52,42 +51,64 @@ func (g *globals) openAppMemo(ctx context.Context, p *policy, dir string) *appMe
 	if !g.memoOn(true) || p.AllowExec || p.AllowNetwork {
 		return nil
 	}
-	if pp, err := cache.ParsePullPolicy(g.pullPolicy); err != nil || pp == cache.PullAlways {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
 		return nil
 	}
-	id := kptrBuildID()
-	if id == "" {
-		return nil
-	}
-	k := memo.NewKey("generate")
-	k.Str("kptr", id)
-	if !hashTree(k, dir) {
-		return nil
-	}
+	defer root.Close()
 	images, err := pipeline.Images(dir, pipeline.Options{ImagePrefix: g.imagePrefix})
 	if err != nil {
 		return nil
 	}
-	c, err := g.openCacheWith(slog.LevelDebug, cache.WithOffline(true), cache.WithProgress(nil))
-	if err != nil {
-		return nil
-	}
-	defer c.Close()
 	allow := &allowListResolver{patterns: p.AllowedImages}
-	for _, ref := range images {
-		if allow.check(ref) != nil {
-			return nil // the render fails; nothing to replay
-		}
-		b, err := c.Resolve(ctx, ref)
-		if err != nil {
-			return nil
-		}
-		k.Str("image", ref+"@"+b.Digest.String())
+	k, st := g.wholeKey(ctx, "generate", root.FS(), images, allow.check)
+	if k == nil {
+		return nil
 	}
 	k.Str("policy", fmt.Sprintf("%+v", *p))
 	if p.AnnotationDomain != "" {
 		// only then in the manifests (the revision changes on every commit)
 		k.Str("metadata", fmt.Sprintf("%q", appMetadata(g.getenv)))
+	}
+	return &appMemo{st: st, key: k.Sum()}
+}
+
+// wholeKey starts the key of a whole render or generate (kind) of the tree
+// fsys, whose Kptfiles name images, and opens the store to look it up in:
+// kptr's build, every entry of the tree, the manifest digest each image
+// resolves to now through the cache alone, and the global settings every
+// render reads (image prefix, function timeout and output limits, sandbox
+// choice); the caller adds its own. nil when it cannot be memoised as a
+// whole: pull policy Always, an unknown build, a tree with a link or a
+// special file, an image allow refuses (the render fails) or that is not
+// cached, no private store.
+func (g *globals) wholeKey(ctx context.Context, kind string, fsys fs.FS, images []string, allow func(string) error) (*memo.KeyBuilder, *memo.Store) {
+	if pp, err := cache.ParsePullPolicy(g.pullPolicy); err != nil || pp == cache.PullAlways {
+		return nil, nil
+	}
+	id := kptrBuildID()
+	if id == "" {
+		return nil, nil
+	}
+	k := memo.NewKey(kind)
+	k.Str("kptr", id)
+	if !k.Tree(fsys) {
+		return nil, nil
+	}
+	c, err := g.openCacheWith(slog.LevelDebug, cache.WithOffline(true), cache.WithProgress(nil))
+	if err != nil {
+		return nil, nil
+	}
+	defer c.Close()
+	for _, ref := range images {
+		if allow != nil && allow(ref) != nil {
+			return nil, nil // the render fails; nothing to replay
+		}
+		b, err := c.Resolve(ctx, ref)
+		if err != nil {
+			return nil, nil
+		}
+		k.Str("image", ref+"@"+b.Digest.String())
 	}
 	k.Str("image-prefix", g.imagePrefix)
 	k.Str("fn-timeout", g.fnTimeout.String())
@@ -97,10 +118,10 @@ func (g *globals) openAppMemo(ctx context.Context, p *policy, dir string) *appMe
 	st, err := memo.OpenFor(c.Dir(), memo.Options{})
 	if err != nil {
 		g.logger().Warn("function results are not memoised", "err", err)
-		return nil
+		return nil, nil
 	}
 	g.atExit = append(g.atExit, st.Close)
-	return &appMemo{st: st, key: k.Sum()}
+	return k, st
 }
 
 // generateMemoised is generate with the app memoised as a whole when it
@@ -119,50 +140,6 @@ func generateMemoised(ctx context.Context, g *globals, p *policy, dir string) ([
 		_ = m.st.Put(m.key, memo.Record{Stdout: out, Duration: time.Since(t0)})
 	}
 	return out, err
-}
-
-// hashTree adds every entry beneath dir to k; false for a tree with an
-// entry that is neither a regular file nor a directory.
-func hashTree(k *memo.KeyBuilder, dir string) bool {
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return false
-	}
-	defer root.Close()
-	fsys := root.FS()
-	ok := true
-	err = fs.WalkDir(fsys, ".", func(name string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		mode := strconv.FormatUint(uint64(info.Mode()), 8)
-		switch {
-		case d.IsDir():
-			k.Str("dir", name+"\x00"+mode)
-		case d.Type().IsRegular():
-			f, err := fsys.Open(name)
-			if err != nil {
-				return err
-			}
-			k.Str("file", name+"\x00"+mode)
-			// streamed: a large file that is not YAML costs no memory
-			read := k.Read("content", f, info.Size())
-			f.Close()
-			if !read {
-				ok = false // changed while read
-				return fs.SkipAll
-			}
-		default:
-			ok = false
-			return fs.SkipAll
-		}
-		return nil
-	})
-	return ok && err == nil
 }
 
 // kptrBuildID identifies this kptr build: the Go build ID of the running

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/kptr-dev/kptr/memo"
+	"github.com/kptr-dev/kptr/pipeline"
+)
+
+// With memo on, a whole fn render is memoised too: an unchanged package
+// rendered again with the same settings is replayed without reading its
+// resources as YAML, running or replaying any function, or starting the
+// sandbox. pipeline.Render looks the record up with the package open (and
+// locked, in place) and writes a hit through the path a real render's
+// output takes (pipeline.RenderMemo). The key is generate's (wholeKey:
+// kptr's build, every entry of the package tree, the digest each image
+// resolves to through the cache alone, the image prefix, function timeout,
+// output limits and sandbox choice) and the settings only a render reads:
+// the kpt face, the package's absolute path (every resource carries it to
+// the functions, as kpt's do; the transcript shows its name), the output
+// destination (in place, stdout, unwrap, a directory: which one does not
+// matter), whether there is a results directory (the replay prints its
+// path anew), --truncate-output. A render allowed exec functions or the
+// network is never memoised as a whole, nor is a package with a link or a
+// special file, an image not cached, a tag constraint, or pull policy
+// Always. Only a successful render is recorded.
+
+// renderMemo keys and records whole renders for pipeline.Render.
+type renderMemo struct {
+	ctx        context.Context
+	g          *globals
+	output     string
+	resultsDir string
+	truncate   bool
+	t0         time.Time
+
+	// set by Lookup
+	st  *memo.Store
+	key memo.Key
+}
+
+// renderMemo is the whole-render memo for fn render's settings; nil when
+// memo is off or the render cannot be memoised as a whole.
+func (g *globals) renderMemo(ctx context.Context, allowExec, allowNetwork bool, output, resultsDir string, truncate bool) pipeline.RenderMemo {
+	if !g.memoOn(false) || allowExec || allowNetwork {
+		return nil
+	}
+	return &renderMemo{ctx: ctx, g: g, output: output, resultsDir: resultsDir, truncate: truncate, t0: time.Now()}
+}
+
+// Lookup keys the package pkg holds and returns its record, if any.
+func (m *renderMemo) Lookup(pkg *os.Root, images []string) (*pipeline.Outcome, bool) {
+	k, st := m.g.wholeKey(m.ctx, "render", pkg.FS(), images, nil)
+	if k == nil {
+		return nil, false
+	}
+	out := m.output
+	switch out {
+	case pipeline.OutputInPlace, pipeline.OutputStdout, pipeline.OutputUnwrap:
+	default:
+		out = "dir"
+	}
+	k.Str("kpt", strconv.FormatBool(m.g.kpt))
+	// the functions see it (internal.config.kubernetes.io/package-path, as
+	// in kpt), and the transcript shows its name
+	k.Str("package", pkg.Name())
+	k.Str("output", out)
+	k.Str("results", strconv.FormatBool(m.resultsDir != ""))
+	k.Str("truncate-output", strconv.FormatBool(m.truncate))
+	m.st, m.key = st, k.Sum()
+	rec, ok := st.Get(m.key)
+	if !ok {
+		return nil, true
+	}
+	o, err := pipeline.UnmarshalOutcome(rec.Stdout)
+	if err != nil || !o.Fits(pipeline.Options{Output: m.output, ResultsDir: m.resultsDir}) {
+		return nil, true
+	}
+	m.g.logger().Debug("replaying the recorded render of this unchanged package (memo)", "dir", displayPath(pkg.Name()))
+	return o, true
+}
+
+// Record stores a successful render's outcome.
+func (m *renderMemo) Record(o *pipeline.Outcome) {
+	b, err := o.Marshal()
+	if err != nil {
+		return
+	}
+	// best effort: a store that cannot be written only costs the next render
+	_ = m.st.Put(m.key, memo.Record{Stdout: b, Duration: time.Since(m.t0)})
+}
