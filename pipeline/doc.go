@@ -42,7 +42,7 @@
 //     image is resolved only when its function's turn comes. Ahead of that
 //     turn a render only looks an image up in the cache (never pulls) to
 //     let a runtime.Preparer set its sandbox up: the root pipeline's first
-//     two image functions as soon as its Kptfile is read, then the next
+//     image function as soon as its Kptfile is read, then the next
 //     function of a pipeline (the last mutator's next is the first
 //     validator) when one starts (ahead.go). What a render does and prints
 //     is the same with or without it; what was prepared and not used is
