@@ -44,7 +44,14 @@
 //     -o DIR writer, results writer) as a rendered result, so the package
 //     ends as a real render leaves it, or untouched when the write fails.
 //   - Kptfile and input errors surface before any image is resolved; an
-//     image is resolved only when its function's turn comes.
+//     image is resolved only when its function's turn comes. Ahead of that
+//     turn a render only looks an image up in the cache (never pulls) to
+//     let a runtime.Preparer set its sandbox up: the root pipeline's first
+//     image function as soon as its Kptfile is read, then the next
+//     function of a pipeline (the last mutator's next is the first
+//     validator) when one starts (ahead.go). What a render does and prints
+//     is the same with or without it; what was prepared and not used is
+//     released when Render returns (its context ends).
 //   - Function output is never trusted: paths that climb out of the
 //     package, duplicate (path, index) pairs and non-KRM output fail the
 //     render; an absolute path is written inside its package, as kpt's

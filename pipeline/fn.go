@@ -365,27 +365,13 @@ func (r *renderer) invocation(in io.Reader) runtime.Invocation {
 	}
 }
 
-// prepareNext lets the Runner set up the sandbox of st, the function that
-// runs after the current one, while the current one runs: only when the
-// Runner can (runtime.Preparer) and st's image is already in the cache
-// (CachedResolver: no pull, no output, no error). Nothing here can fail or
-// change what the render does: st is resolved and run at its own turn
-// exactly as without it, and an unused prepared sandbox is destroyed.
-func (r *renderer) prepareNext(st *fnStep) {
-	if st == nil || st.image == "" || r.opts.Resolver == nil {
-		return
+// nextImage is the image of the step after steps[i] ("" when there is none
+// or it is an exec function).
+func nextImage(steps []*fnStep, i int) string {
+	if i+1 < len(steps) {
+		return steps[i+1].image
 	}
-	p, ok := r.opts.Runner.(runtime.Preparer)
-	if !ok {
-		return
-	}
-	cr, ok := r.opts.Resolver.(CachedResolver)
-	if !ok {
-		return
-	}
-	if b, ok := cr.ResolveCached(r.ctx, st.image); ok {
-		p.Prepare(r.ctx, b, r.invocation(nil))
-	}
+	return ""
 }
 
 // invoke resolves (images only) and runs the function with stdin in.
@@ -412,6 +398,7 @@ func (r *renderer) invoke(st *fnStep, in io.Reader) (runtime.Result, error) {
 	if r.opts.Resolver == nil || r.opts.Runner == nil {
 		return runtime.Result{}, fmt.Errorf("no image resolver or runner configured for %s", st.image)
 	}
+	r.waitEarly()
 	b, err := r.opts.Resolver.Resolve(r.ctx, st.image)
 	if err != nil {
 		return runtime.Result{}, err

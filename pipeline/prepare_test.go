@@ -36,6 +36,7 @@ type preparingRunner struct {
 	mu     sync.Mutex
 	events []string
 	invs   map[string][]runtime.Invocation
+	ctxs   []context.Context // Prepare's
 }
 
 func (p *preparingRunner) note(what string, b cache.Bundle, inv runtime.Invocation) {
@@ -46,8 +47,11 @@ func (p *preparingRunner) note(what string, b cache.Bundle, inv runtime.Invocati
 	p.invs[what] = append(p.invs[what], inv)
 }
 
-func (p *preparingRunner) Prepare(_ context.Context, b cache.Bundle, inv runtime.Invocation) {
+func (p *preparingRunner) Prepare(ctx context.Context, b cache.Bundle, inv runtime.Invocation) {
 	p.note("prepare", b, inv)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ctxs = append(p.ctxs, ctx)
 }
 
 func (p *preparingRunner) Run(ctx context.Context, b cache.Bundle, inv runtime.Invocation) (runtime.Result, error) {
@@ -81,8 +85,10 @@ func TestNextFunctionPrepared(t *testing.T) {
 	if err != nil {
 		t.Fatalf("render: %v\n%s", err, stderr.String())
 	}
-	// two is prepared before one runs, three (not cached) never, v2 before v1 runs
-	want := "prepare two:latest,run one:latest,run two:latest,run three:latest,prepare v2:latest,run v1:latest,run v2:latest"
+	// one is prepared as soon as the Kptfile is read, two before one runs,
+	// three (not cached) never, v1 (the first validator) before the
+	// last mutator runs, v2 before v1 runs
+	want := "prepare one:latest,prepare two:latest,run one:latest,run two:latest,prepare v1:latest,run three:latest,prepare v2:latest,run v1:latest,run v2:latest"
 	got := strings.Join(pr.events, ",")
 	if got != want {
 		t.Fatalf("events\n%s\nwant\n%s", got, want)
@@ -112,7 +118,65 @@ func TestNextFunctionPrepared(t *testing.T) {
 		!strings.Contains(stderr.String(), "pull refused: unauthorized") || !strings.Contains(stderr.String(), "Exit code: 125") {
 		t.Fatalf("err %v\n%s", err, stderr.String())
 	}
-	if got := strings.Join(pr.events, ","); got != "prepare two:latest,run one:latest" {
+	if got := strings.Join(pr.events, ","); got != "prepare one:latest,prepare two:latest,run one:latest" {
 		t.Fatalf("events %s", got)
+	}
+}
+
+// The root pipeline's first image function is asked for as soon as the
+// Kptfile is read, before the package's resources are: a package whose
+// resources cannot be read still had it asked for, and fails exactly as
+// a render without preparing does; the preparations' context ends when
+// Render returns, so the runner destroys it. A pipeline whose first
+// function is not an image (exec), or whose tag needs a registry's tag
+// list, asks for nothing early.
+func TestFirstFunctionsPreparedBeforeRead(t *testing.T) {
+	fake := newFake(t)
+	cf := &cachedFake{fakeResolver: fake, cached: map[string]bool{}}
+	for _, n := range []string{"one", "two", "three"} {
+		ref := "ghcr.io/kptdev/krm-functions-catalog/" + n + ":latest"
+		fake.images[ref] = []string{"op=label", "key=" + n, "value=ran"}
+		cf.cached[ref] = true
+	}
+	files := map[string]string{
+		"Kptfile":  kptfile("app", "pipeline:\n  mutators:\n    - image: one\n    - image: two\n    - image: three\n"),
+		"bad.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: [\n",
+	}
+	render := func(runner Runner) (string, error) {
+		var stderr bytes.Buffer
+		_, err := Render(context.Background(), writeTree(t, files), Options{Resolver: cf, Runner: runner, Stderr: &stderr, Output: OutputMemory})
+		return stderr.String(), err
+	}
+	pr := &preparingRunner{invs: map[string][]runtime.Invocation{}}
+	out, err := render(pr)
+	if err == nil {
+		t.Fatal("a package with an unreadable resource rendered")
+	}
+	if got := strings.Join(pr.events, ","); got != "prepare one:latest" {
+		t.Fatalf("events %q: want the first function prepared before the package was read, none run", got)
+	}
+	for i, ctx := range pr.ctxs {
+		if ctx.Err() == nil {
+			t.Errorf("preparation %d: its context is still live after Render returned (an unused sandbox would wait until the command ends)", i)
+		}
+	}
+	plainOut, plainErr := render(runtime.Host{})
+	if out != plainOut || err.Error() != plainErr.Error() {
+		t.Fatalf("with preparing: %v\n%s\nwithout: %v\n%s", err, out, plainErr, plainOut)
+	}
+	if len(fake.calls) != 0 {
+		t.Fatalf("resolved %v before any function's turn", fake.calls)
+	}
+
+	// an exec function first, or an image whose tag is a constraint: nothing early
+	for _, first := range []string{"    - exec: ./fn\n", "    - image: one\n      tag: \"~1.2\"\n"} {
+		pr = &preparingRunner{invs: map[string][]runtime.Invocation{}}
+		files["Kptfile"] = kptfile("app", "pipeline:\n  mutators:\n"+first+"    - image: two\n")
+		if _, err := render(pr); err == nil {
+			t.Fatal("a package with an unreadable resource rendered")
+		}
+		if len(pr.events) != 0 {
+			t.Fatalf("first function %q: events %v", first, pr.events)
+		}
 	}
 }

@@ -38,6 +38,11 @@ type renderer struct {
 	// transcript captures what it prints meanwhile.
 	outcome    *Outcome
 	transcript *bytes.Buffer
+
+	// preparing sandboxes ahead (ahead.go)
+	prepCtx context.Context   // ends when Render returns: unused prepared sandboxes go
+	asked   map[aheadKey]bool // pipeline positions whose sandbox was asked for
+	early   chan struct{}     // closed once the early preparation has handed over
 }
 
 // Render renders the package at dir as `kpt fn render` does and writes the
@@ -86,6 +91,11 @@ func Render(ctx context.Context, dir string, opts Options) (*Output, error) {
 	if err := r.root.loadKptfile(); err != nil {
 		return nil, newError(wrap("fn.render", "", err), ".", "")
 	}
+	prepCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r.prepCtx, r.asked = prepCtx, map[aheadKey]bool{}
+	r.prepareEarly()
+	defer r.waitEarly()
 	return r.render()
 }
 
@@ -548,9 +558,7 @@ func (r *renderer) runMutators(pn *pkgNode, input []*yaml.RNode) ([]*yaml.RNode,
 			}
 		}
 		selected := selectInput(input, f.Selectors, f.Exclusions)
-		if i+1 < len(steps) {
-			r.prepareNext(steps[i+1])
-		}
+		r.prepareAhead(pn, i+1, nextImage(steps, i))
 		before := len(r.results.Items)
 		output, _, err := r.runFunction(st, pn, selected, fnConfig, selective, true)
 		r.recordStep(&r.mutationSteps, st, before, err)
@@ -604,9 +612,7 @@ func (r *renderer) runValidators(pn *pkgNode, input []*yaml.RNode) error {
 		for j, n := range selected {
 			copies[j] = validatorInput(n)
 		}
-		if i+1 < len(steps) {
-			r.prepareNext(steps[i+1])
-		}
+		r.prepareAhead(pn, len(pn.pipeline().Mutators)+i+1, nextImage(steps, i))
 		before := len(r.results.Items)
 		_, _, err = r.runFunction(st, pn, copies, fnConfig, len(f.Selectors) > 0 || len(f.Exclusions) > 0, false)
 		r.recordStep(&r.validationSteps, st, before, err)

@@ -41,17 +41,21 @@
 //     the next New remove its entries at once, never those of a live kptr
 //     (see statedir.go).
 //
-// Prepare (the Preparer interface; the pipeline calls it for the next
-// function while the current one runs) sets a run's sandbox up ahead, up to
+// Prepare (the Preparer interface; the pipeline calls it for a render's
+// first functions while the package is read, then for the next function
+// while the current one runs) sets a run's sandbox up ahead, up to
 // the point where the container init waits to exec the function; a later
 // Run with the same bundle and an invocation of the same shape (env,
 // network, mounts, user) only releases it. A prepared sandbox is used by at
 // most one run, never by a run of another shape; the guarantees above hold
 // unchanged (the timeout starts when the function is released). Unused ones
 // are bounded (two), destroyed by Close or the end of Prepare's context, and
-// die with the process (parent-death signal). A program calls Close before
-// it exits: Close returns once every unused prepared sandbox is gone and
-// drops the Sandbox's hold on the run-state directory.
+// die with the process (parent-death signal). Once a prepared run has ended
+// normally, Run returns its result and its state (libcontainer's, the
+// cgroup, the overlay's upper layer) is removed in the background; its
+// processes are gone by then. A program calls Close before it exits: Close
+// returns once every unused prepared sandbox and every such state is gone,
+// and drops the Sandbox's hold on the run-state directory.
 //
 // Landlock (NewLandlock) is the second tier, for environments that refuse
 // the namespaces above (Kubernetes' RuntimeDefault seccomp profile, no user

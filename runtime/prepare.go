@@ -155,11 +155,43 @@ func (s *Sandbox) runPrepared(ctx context.Context, pr *prepared, inv Invocation)
 		st.release(s.log)
 		return Result{}, nil, false
 	}
-	defer st.release(s.log)
 	s.prepHits.Add(1)
 	s.log.Debug("sandbox: using the prepared sandbox", "id", st.id)
 	res, err := s.finish(ctx, st, inv)
+	if err != nil {
+		st.release(s.log) // a limit or a failed start: ended before Run returns, as a cold run
+	} else {
+		s.releaseLater(st)
+	}
 	return res, err, true
+}
+
+// releaseLater removes, in the background, the sandbox of a prepared run
+// that has ended normally: its init is reaped, so every process of it is
+// gone (its pid namespace went with it) and its output is collected; only
+// its state (libcontainer's, the cgroup, the overlay's upper layer) is
+// left, and removing it need not delay the caller's next function. Close
+// waits for it, so a program that prepares sandboxes (and therefore calls
+// Close) leaves nothing behind. After Close it is removed at once.
+func (s *Sandbox) releaseLater(st *started) {
+	s.background(func() { st.release(s.log) })
+}
+
+// background runs f in a goroutine that Close waits for; once Close has
+// been called, f runs at once instead.
+func (s *Sandbox) background(f func()) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		f()
+		return
+	}
+	s.disposing.Add(1) // under s.mu: never after Close has started waiting
+	s.mu.Unlock()
+	go func() {
+		defer s.disposing.Done()
+		f()
+	}()
 }
 
 // discard destroys pr if it is still waiting to be used (wait: before
@@ -187,11 +219,7 @@ func (s *Sandbox) discard(pr *prepared, wait bool) {
 
 // disposeLater disposes of pr in the background; Close waits for it.
 func (s *Sandbox) disposeLater(pr *prepared) {
-	s.disposing.Add(1)
-	go func() {
-		defer s.disposing.Done()
-		s.dispose(pr)
-	}()
+	s.background(func() { s.dispose(pr) })
 }
 
 // dispose kills and removes a prepared sandbox nobody will use.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -211,6 +212,38 @@ func TestPreparedUnusedLeavesNothing(t *testing.T) {
 	must(t, s2.Close())
 	gone(t, pids[1])
 	des, err := os.ReadDir(filepath.Join(testTmp, "state-prepared"))
+	must(t, err)
+	for _, de := range des {
+		t.Errorf("state left behind: %s", de.Name())
+	}
+}
+
+// A prepared run that ended normally leaves its state (libcontainer's, the
+// overlay's upper layer) to be removed in the background after Run has
+// returned its result; Close waits for that, so nothing is left once it
+// returns, and a run after Close removes its state before returning.
+func TestPreparedRunStateGoneAfterClose(t *testing.T) {
+	dir := filepath.Join(testTmp, "state-prepared-run")
+	s, err := New(WithStateDir(dir))
+	must(t, err)
+	b := bundle(t, "cat")
+	for i := range 3 {
+		s.Prepare(context.Background(), b, Invocation{})
+		res, err := s.Run(context.Background(), b, Invocation{Stdin: strings.NewReader(fmt.Sprint("in", i))})
+		must(t, err)
+		if res.ExitCode != 0 || string(res.Stdout) != fmt.Sprint("in", i) {
+			t.Fatalf("run %d: exit %d, stdout %q", i, res.ExitCode, res.Stdout)
+		}
+	}
+	if got := s.prepHits.Load(); got != 3 {
+		t.Fatalf("%d runs used a prepared sandbox, want 3", got)
+	}
+	must(t, s.Close())
+	s.Prepare(context.Background(), b, Invocation{}) // after Close: nothing prepared
+	if res, err := s.Run(context.Background(), b, Invocation{Stdin: strings.NewReader("x")}); err != nil || string(res.Stdout) != "x" {
+		t.Fatalf("run after Close: %v %q", err, res.Stdout)
+	}
+	des, err := os.ReadDir(dir)
 	must(t, err)
 	for _, de := range des {
 		t.Errorf("state left behind: %s", de.Name())

@@ -63,7 +63,8 @@ type Sandbox struct {
 	prepared []*prepared // prepared sandboxes not yet used, oldest first (see Prepare)
 	closed   bool
 	prepHits atomic.Uint64 // runs that used a prepared sandbox
-	// disposing counts prepared sandboxes being destroyed in the background.
+	// disposing counts prepared sandboxes being destroyed, and prepared
+	// runs' state being removed, in the background (Close waits for them).
 	disposing sync.WaitGroup
 }
 

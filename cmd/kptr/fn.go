@@ -48,8 +48,9 @@ func (l *lazyEnv) init() error {
 		l.c, l.sb.g = c, l.g
 		if !l.memo {
 			// opened now, as it always was: a sandbox that cannot run
-			// fails the first image function before its pull
-			if _, err := l.sb.open(); err != nil {
+			// fails the first image function before its pull (quietly:
+			// init may run ahead of any function's turn, see initTurn)
+			if _, err := l.sb.openQuiet(); err != nil {
 				l.err = err
 				return
 			}
@@ -61,17 +62,45 @@ func (l *lazyEnv) init() error {
 	return l.err
 }
 
+// initTurn is init for a function's own turn: the sandbox's notice (the
+// landlock fallback) is printed now, where it always was, also when a
+// preparation ahead opened the sandbox earlier.
+func (l *lazyEnv) initTurn() error {
+	if err := l.init(); err != nil {
+		return err
+	}
+	if !l.memo {
+		_, _ = l.sb.open() // opened by init: this only prints the notice, once
+	}
+	return nil
+}
+
 // lazySandbox is the function runner the global flags describe, opened by
 // its first Run or Prepare.
 type lazySandbox struct {
-	g    *globals
-	once sync.Once
-	r    runtime.Runner
-	err  error
+	g      *globals
+	once   sync.Once
+	r      runtime.Runner
+	notice string // openRunner's line for stderr, printed by open
+	err    error
+	said   sync.Once
 }
 
+// open opens the runner and prints its notice (once).
 func (s *lazySandbox) open() (runtime.Runner, error) {
-	s.once.Do(func() { s.r, s.err = s.g.newRunner() })
+	r, err := s.openQuiet()
+	s.said.Do(func() {
+		if s.notice != "" {
+			fmt.Fprint(s.g.stderr, s.notice)
+		}
+	})
+	return r, err
+}
+
+// openQuiet opens the runner without printing anything: what a
+// preparation ahead does, which must not change a render's output.
+func (s *lazySandbox) openQuiet() (runtime.Runner, error) {
+	s.once.Do(func() { s.r, s.notice, s.err = s.g.openRunner() })
 	return s.r, s.err
 }
 
@@ -89,7 +118,7 @@ func (s *lazySandbox) Prepare(ctx context.Context, b cache.Bundle, inv runtime.I
 	if s.g.getenv("KPTR_PREPARE") == "0" {
 		return
 	}
-	if r, err := s.open(); err == nil {
+	if r, err := s.openQuiet(); err == nil {
 		if p, ok := r.(runtime.Preparer); ok {
 			p.Prepare(ctx, b, inv)
 		}
@@ -97,7 +126,7 @@ func (s *lazySandbox) Prepare(ctx context.Context, b cache.Bundle, inv runtime.I
 }
 
 func (l *lazyEnv) Resolve(ctx context.Context, ref string) (cache.Bundle, error) {
-	if err := l.init(); err != nil {
+	if err := l.initTurn(); err != nil {
 		l.cause.note(err)
 		return cache.Bundle{}, err
 	}
@@ -120,7 +149,7 @@ func (l *lazyEnv) ResolveConstraint(ctx context.Context, repo, constraint string
 }
 
 func (l *lazyEnv) resolveConstraint(ctx context.Context, repo, constraint string) (string, error) {
-	if err := l.init(); err != nil {
+	if err := l.initTurn(); err != nil {
 		return "", err
 	}
 	var cr any = l.c
@@ -131,7 +160,7 @@ func (l *lazyEnv) resolveConstraint(ctx context.Context, repo, constraint string
 }
 
 func (l *lazyEnv) Run(ctx context.Context, b cache.Bundle, inv runtime.Invocation) (runtime.Result, error) {
-	if err := l.init(); err != nil {
+	if err := l.initTurn(); err != nil {
 		l.cause.note(err)
 		return runtime.Result{}, err
 	}

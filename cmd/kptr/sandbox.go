@@ -24,19 +24,28 @@ const sandboxModes = "auto, namespace, landlock or none"
 // falls back to running images unsandboxed on its own; --sandbox=none is the
 // operator's explicit choice.
 func (g *globals) newRunner() (runtime.Runner, error) {
+	r, notice, err := g.openRunner()
+	fmt.Fprint(g.stderr, notice)
+	return r, err
+}
+
+// openRunner is newRunner that returns the landlock fallback's line for
+// stderr (notice, "" if none) instead of printing it, so that a caller
+// opening the runner ahead of a function's turn prints it at that turn.
+func (g *globals) openRunner() (_ runtime.Runner, notice string, _ error) {
 	opts := []runtime.Option{runtime.WithTimeout(g.fnTimeout), runtime.WithLogger(g.logger())}
 	switch g.sandbox {
 	case sandboxNone:
-		return runtime.Host{Timeout: g.fnTimeout}, nil
+		return runtime.Host{Timeout: g.fnTimeout}, "", nil
 	case sandboxLandlock:
 		ll, err := runtime.NewLandlock(opts...)
 		if err != nil {
-			return nil, refusal(err, "")
+			return nil, "", refusal(err, "")
 		}
-		return ll, nil
+		return ll, "", nil
 	case sandboxAuto, "", sandboxNamespace:
 	default:
-		return nil, usageError("--sandbox: want %s, got %q", sandboxModes, g.sandbox)
+		return nil, "", usageError("--sandbox: want %s, got %q", sandboxModes, g.sandbox)
 	}
 	if g.getenv("KPTR_OVERLAY") == "0" {
 		// The read-only view of the image even where an overlay works
@@ -47,17 +56,16 @@ func (g *globals) newRunner() (runtime.Runner, error) {
 	if err == nil {
 		// closed when the command ends: prepared sandboxes and the run-state lock go
 		g.atExit = append(g.atExit, sb.Close)
-		return sb, nil
+		return sb, "", nil
 	}
 	if g.sandbox == sandboxNamespace {
-		return nil, refusal(err, "")
+		return nil, "", refusal(err, "")
 	}
 	ll, lerr := runtime.NewLandlock(opts...)
 	if lerr != nil {
-		return nil, refusal(err, "; the landlock tier cannot run either: "+lerr.Error())
+		return nil, "", refusal(err, "; the landlock tier cannot run either: "+lerr.Error())
 	}
-	fmt.Fprintf(g.stderr, "kptr: namespace sandbox unavailable (%v); running functions in the landlock tier (no namespaces: functions cannot read their own image's files by absolute path; 'kptr doctor' says what each tier gives)\n", err)
-	return ll, nil
+	return ll, fmt.Sprintf("kptr: namespace sandbox unavailable (%v); running functions in the landlock tier (no namespaces: functions cannot read their own image's files by absolute path; 'kptr doctor' says what each tier gives)\n", err), nil
 }
 
 // refusal is the exit-3 error for a sandbox that cannot run, with the fix
