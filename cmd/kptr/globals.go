@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -42,20 +43,36 @@ type globals struct {
 	progress    string
 
 	// atExit runs when the command has finished (run's deferred cleanup):
-	// the sandbox's Close, so no prepared sandbox outlives kptr.
+	// the sandbox's Close, so no prepared sandbox outlives kptr. Added to
+	// with onExit: the sandbox may be opened by a render's early
+	// preparation, on its own goroutine.
+	exitMu sync.Mutex
 	atExit []func() error
+}
+
+// onExit registers f to run when the command has finished.
+func (g *globals) onExit(f func() error) {
+	g.exitMu.Lock()
+	defer g.exitMu.Unlock()
+	g.atExit = append(g.atExit, f)
 }
 
 // cleanup runs the atExit functions, last registered first.
 func (g *globals) cleanup() {
-	for i := len(g.atExit) - 1; i >= 0; i-- {
-		_ = g.atExit[i]()
-	}
+	g.exitMu.Lock()
+	fs := g.atExit
 	g.atExit = nil
+	g.exitMu.Unlock()
+	for i := len(fs) - 1; i >= 0; i-- {
+		_ = fs[i]()
+	}
 }
 
 func newGlobals(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) *globals {
-	return &globals{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
+	// Writes to stderr are serialised: the transcript, log and progress
+	// lines come from the command's goroutine and from those that prepare
+	// sandboxes and fetch images meanwhile.
+	return &globals{stdin: stdin, stdout: stdout, stderr: lockedWriter{new(sync.Mutex), stderr}, getenv: getenv}
 }
 
 // scope names the commands a shared setting applies to; a command declares
@@ -314,7 +331,11 @@ func (g *globals) isTerminal() bool {
 	case "plain", "none":
 		return false
 	}
-	f, ok := g.stderr.(*os.File)
+	lw, ok := g.stderr.(lockedWriter)
+	if !ok {
+		return false
+	}
+	f, ok := lw.w.(*os.File)
 	if !ok {
 		return false
 	}

@@ -36,7 +36,7 @@ func (g *globals) memoRunner(c *cache.Cache, next runtime.Runner) runtime.Runner
 		g.logger().Warn("function results are not memoised", "err", err)
 		return next
 	}
-	g.atExit = append(g.atExit, st.Close)
+	g.onExit(st.Close)
 	return &memo.Runner{Next: next, Store: st, Variant: g.memoVariant()}
 }
 

@@ -120,7 +120,7 @@ func (g *globals) wholeKey(ctx context.Context, kind string, fsys fs.FS, images 
 		g.logger().Warn("function results are not memoised", "err", err)
 		return nil, nil
 	}
-	g.atExit = append(g.atExit, st.Close)
+	g.onExit(st.Close)
 	return k, st
 }
 

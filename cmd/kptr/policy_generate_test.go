@@ -166,7 +166,7 @@ func TestAppParametersCannotWidenPolicy(t *testing.T) {
 	env := untrustedEnv()
 	p, g := operatorPolicy(t, env)
 	before := *p
-	beforeG := *g
+	beforeCacheDir := g.cacheDir
 	if err := p.applyAppParameters(g.getenv, &g.fnTimeout); err != nil {
 		t.Fatalf("applyAppParameters: %v", err)
 	}
@@ -180,7 +180,7 @@ func TestAppParametersCannotWidenPolicy(t *testing.T) {
 		t.Fatalf("a parameter changed limits: %+v", p)
 	}
 	// Nor any global setting: cache, mirrors, registries, pull policy, sandbox, prefix.
-	if g.cacheDir != beforeG.cacheDir || g.sandbox != "auto" || len(g.mirrors) != 0 || len(g.insecure) != 0 ||
+	if g.cacheDir != beforeCacheDir || g.sandbox != "auto" || len(g.mirrors) != 0 || len(g.insecure) != 0 ||
 		g.pullPolicy != "IfNotPresent" || g.offline || g.imagePrefix != cache.DefaultImagePrefix {
 		t.Fatalf("a parameter changed a global setting: %+v", g)
 	}

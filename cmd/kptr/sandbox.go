@@ -55,7 +55,7 @@ func (g *globals) openRunner() (_ runtime.Runner, notice string, _ error) {
 	sb, err := runtime.New(opts...)
 	if err == nil {
 		// closed when the command ends: prepared sandboxes and the run-state lock go
-		g.atExit = append(g.atExit, sb.Close)
+		g.onExit(sb.Close)
 		return sb, "", nil
 	}
 	if g.sandbox == sandboxNamespace {
