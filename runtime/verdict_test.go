@@ -12,10 +12,15 @@ import (
 
 // fakeProbes replaces both tiers' probes for the test with ones that count
 // their calls and answer ns / ll, and points the run-state directory at a
-// fresh directory; it returns that directory and the call counters.
+// fresh directory; it returns that directory and the call counters. The
+// directory is below testTmp, which the uids functions run as may traverse
+// (as root, kptr does not choose a state directory they cannot reach).
 func fakeProbes(t *testing.T, ns []ProbeResult, f Features, ll []ProbeResult) (dir string, nsCalls, llCalls *int) {
 	t.Helper()
-	base := t.TempDir()
+	base, err := os.MkdirTemp(testTmp, "xdg-")
+	must(t, err)
+	must(t, os.Chmod(base, 0o755))
+	t.Cleanup(func() { removeTree(base) })
 	t.Setenv("XDG_RUNTIME_DIR", base)
 	nsCalls, llCalls = new(int), new(int)
 	oldNS, oldLL := probeNamespace, probeLandlock
