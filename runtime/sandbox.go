@@ -134,7 +134,7 @@ func New(opts ...Option) (*Sandbox, error) {
 	if err := ensurePrivateDir(s.stateDir); err != nil {
 		return nil, fmt.Errorf("sandbox state dir: %w", err)
 	}
-	if err := stateDirReachable(s.stateDir, s.feat.Root); err != nil {
+	if err := stateDirReachable(s.stateDir, canMapRange()); err != nil {
 		return nil, fmt.Errorf("sandbox state dir: %w", err)
 	}
 	if err := holdOwnerLock(s.stateDir); err != nil {
