@@ -256,7 +256,7 @@ func stateDirResult(dir string, mapped bool) ProbeResult {
 	}
 	if err := stateDirReachable(dir, mapped); err != nil {
 		return ProbeResult{Name: "statedir", Status: StatusFailed, Detail: err.Error(),
-			Fix: fmt.Sprintf("set TMPDIR (and unset XDG_RUNTIME_DIR) to a directory whose whole path every user may traverse (o+x), or make /run or /tmp writable by root; %s stays private either way", filepath.Dir(dir))}
+			Fix: fmt.Sprintf("set TMPDIR (and unset XDG_RUNTIME_DIR) to a directory whose whole path every user may traverse (o+x; /tmp normally is); %s may stay private", filepath.Dir(dir))}
 	}
 	return ProbeResult{Name: "statedir", Status: StatusOK, Detail: "run state in " + dir}
 }
