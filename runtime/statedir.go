@@ -210,10 +210,10 @@ func stateDirFor(xdg, tmp string, mapped bool) string {
 	if xdg != "" && unix.Access(xdg, unix.W_OK|unix.X_OK) == nil {
 		cands = append(cands, filepath.Join(xdg, "kptr"))
 	}
-	if !mapped {
-		return append(cands, usual)[0]
-	}
 	cands = append(cands, usual)
+	if !mapped {
+		return cands[0]
+	}
 	for _, d := range rootStateDirs {
 		if strings.HasSuffix(d, "-") {
 			d += uid
