@@ -40,6 +40,11 @@
 //     lock there (flock, released by the kernel when it dies) then lets
 //     the next New remove its entries at once, never those of a live kptr
 //     (see statedir.go).
+//   - The run-state directory is private to kptr's uid (0711, never a
+//     link, never another user's) and, as root, one the uids functions run
+//     as can reach: a private $TMPDIR or $XDG_RUNTIME_DIR is left private
+//     and another directory taken (stateDirFor); where none can be, both
+//     tiers' probes fail on it with the fix, before any run.
 //
 // Prepare (the Preparer interface; the pipeline calls it for a render's
 // first functions while the package is read, then for the next function

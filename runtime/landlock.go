@@ -145,9 +145,8 @@ func ProbeLandlock(stateDir string) []ProbeResult {
 		add(ProbeResult{Name: "ll-scope", Status: StatusDegraded, Detail: "no Landlock scoping on this kernel: a function can signal processes of kptr's uid (kptr itself, the repo server) and connect to their abstract unix sockets",
 			Fix: "Linux ≥ 6.12 (Landlock ABI 6)"})
 	}
-	if err := ensurePrivateDir(stateDir); err != nil {
-		add(ProbeResult{Name: "statedir", Status: StatusFailed, Detail: "run state directory unusable: " + err.Error(),
-			Fix: "a writable $TMPDIR (the sidecar's cmp-tmp emptyDir on /tmp) or $XDG_RUNTIME_DIR"})
+	if sd := stateDirResult(stateDir, canMapRange()); sd.Status == StatusFailed {
+		add(sd)
 		return out
 	}
 	if err := probeConfinement(stateDir); err != nil {

@@ -151,13 +151,13 @@ func Probe() ([]ProbeResult, Features) {
 			Fix: "a kernel ≥ 5.11 (unprivileged overlayfs with userxattr) and a run-state directory ($XDG_RUNTIME_DIR or $TMPDIR) on a file system with user xattrs (ext4, xfs, tmpfs ≥ 6.6; not overlayfs)"})
 	}
 	f.Cgroups, out = probeCgroups(f, out)
-	dir := defaultStateDir()
-	if err := ensurePrivateDir(dir); err != nil {
-		add(ProbeResult{Name: "statedir", Status: StatusFailed, Detail: "run state directory unusable: " + err.Error(),
-			Fix: "a writable $TMPDIR (the sidecar's cmp-tmp emptyDir on /tmp) or $XDG_RUNTIME_DIR"})
+	// The probe child maps kptr's own uid, so as root it reached the state
+	// directory whatever its parents' modes; runs map other uids.
+	sd := stateDirResult(defaultStateDir(), f.Root)
+	add(sd)
+	if sd.Status == StatusFailed {
 		return out, f
 	}
-	add(ProbeResult{Name: "statedir", Status: StatusOK, Detail: "run state in " + dir})
 	if seccompBuilt {
 		add(ProbeResult{Name: "seccomp", Status: StatusOK, Detail: "seccomp filter loaded into every function"})
 	} else {

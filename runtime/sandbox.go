@@ -20,7 +20,6 @@ import (
 
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/sirupsen/logrus"
-	"golang.org/x/sys/unix"
 
 	"github.com/kptr-dev/kptr/cache"
 )
@@ -72,7 +71,8 @@ type Sandbox struct {
 type Option func(*Sandbox)
 
 // WithStateDir sets where run state and per-run root directories live
-// (default $XDG_RUNTIME_DIR/kptr, else $TMPDIR/kptr-<uid>).
+// (default: DefaultStateDir). As root, the uids functions run as must be
+// able to traverse its parents, or New refuses it.
 func WithStateDir(dir string) Option { return func(s *Sandbox) { s.stateDir = dir } }
 
 // WithTimeout sets the default time limit of a run (default 5m).
@@ -135,6 +135,9 @@ func New(opts ...Option) (*Sandbox, error) {
 	if err := ensurePrivateDir(s.stateDir); err != nil {
 		return nil, fmt.Errorf("sandbox state dir: %w", err)
 	}
+	if err := stateDirReachable(s.stateDir, canMapRange()); err != nil {
+		return nil, fmt.Errorf("sandbox state dir: %w", err)
+	}
 	if err := holdOwnerLock(s.stateDir); err != nil {
 		return nil, fmt.Errorf("sandbox state dir %s: %w", s.stateDir, err)
 	}
@@ -172,14 +175,13 @@ func (s *Sandbox) Probes() []ProbeResult {
 }
 
 // DefaultStateDir is where run state lives unless WithStateDir says
-// otherwise: $XDG_RUNTIME_DIR/kptr, else $TMPDIR/kptr-run-<uid>.
+// otherwise: $XDG_RUNTIME_DIR/kptr, else $TMPDIR/kptr-run-<uid>; as root,
+// when the uids functions run as cannot traverse those, /tmp/kptr-run-0 or
+// /run/kptr (see stateDirFor).
 func DefaultStateDir() string { return defaultStateDir() }
 
 func defaultStateDir() string {
-	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" && unix.Access(d, unix.W_OK|unix.X_OK) == nil {
-		return filepath.Join(d, "kptr")
-	}
-	return filepath.Join(os.TempDir(), "kptr-run-"+strconv.Itoa(os.Geteuid()))
+	return stateDirFor(os.Getenv("XDG_RUNTIME_DIR"), os.TempDir(), canMapRange())
 }
 
 // RunError says which image could not be run and why. Runs that ended in a
@@ -594,17 +596,7 @@ func (s *Sandbox) directRoot(rootfs string, spec runSpec) bool {
 }
 
 // worldTraversable: every directory from / to dir is searchable by others.
-func worldTraversable(dir string) bool {
-	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
-		fi, err := os.Stat(d)
-		if err != nil || fi.Mode().Perm()&0o001 == 0 {
-			return false
-		}
-		if d == "/" {
-			return true
-		}
-	}
-}
+func worldTraversable(dir string) bool { return untraversable(dir) == "" }
 
 // topEntries lists the top level of a cached rootfs once per rootfs.
 func (s *Sandbox) topEntries(rootfs string) ([]entry, error) {

@@ -184,22 +184,124 @@ func pruneUnlocked(dir string, des []os.DirEntry) {
 	}
 }
 
+// Where the run-state directory lives. Normally $XDG_RUNTIME_DIR/kptr, else
+// $TMPDIR/kptr-run-<uid>. As root, functions run as unprivileged host uids
+// (rootHostIDBase+), and those must traverse every directory above the state
+// directory: libcontainer's init mounts each run's overlay and root there as
+// the run's container root, and the landlock tier's functions open their run
+// directory there. Root's $TMPDIR and $XDG_RUNTIME_DIR are often private
+// (Debian's libpam-tmpdir gives /tmp/user/0, systemd /run/user/0, both
+// 0700); kptr never widens them. It takes instead the first of
+// rootStateDirs whose parent every uid may traverse and kptr may write, and
+// that is not already something else than a directory of kptr's uid:
+// /tmp/kptr-run-0 (on the file system $TMPDIR is usually on), else, if
+// another user took that name first, /run/kptr (which only root can
+// create). When none is usable it keeps the usual directory, and the probes
+// report the state directory as failed with the fix (stateDirResult).
+var rootStateDirs = []string{"/tmp/kptr-run-", "/run/kptr"}
+
+// stateDirFor chooses the run-state directory for the given
+// $XDG_RUNTIME_DIR and $TMPDIR; mapped says functions run as other uids
+// than kptr's (root, see canMapRange).
+func stateDirFor(xdg, tmp string, mapped bool) string {
+	uid := strconv.Itoa(os.Geteuid())
+	usual := filepath.Join(tmp, "kptr-run-"+uid)
+	var cands []string
+	if xdg != "" && unix.Access(xdg, unix.W_OK|unix.X_OK) == nil {
+		cands = append(cands, filepath.Join(xdg, "kptr"))
+	}
+	cands = append(cands, usual)
+	if !mapped {
+		return cands[0]
+	}
+	for _, d := range rootStateDirs {
+		if strings.HasSuffix(d, "-") {
+			d += uid
+		}
+		cands = append(cands, d)
+	}
+	for _, d := range cands {
+		var st unix.Stat_t
+		if unix.Lstat(d, &st) == nil && (st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != os.Geteuid()) {
+			continue // taken: ensurePrivateDir would refuse it
+		}
+		if parent := filepath.Dir(d); unix.Access(parent, unix.W_OK|unix.X_OK) == nil && worldTraversable(parent) {
+			return d
+		}
+	}
+	return usual
+}
+
+// untraversable is the first directory of dir's path (from dir up) that
+// uids other than its owner and group cannot traverse, "" if there is none.
+func untraversable(dir string) string {
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil || fi.Mode().Perm()&0o001 == 0 {
+			return d
+		}
+		if d == "/" {
+			return ""
+		}
+	}
+}
+
+// stateDirResult is the "statedir" probe of either tier: dir can be
+// created private to kptr's uid and, when functions run as other uids
+// (mapped), they can reach it.
+func stateDirResult(dir string, mapped bool) ProbeResult {
+	if err := ensurePrivateDir(dir); err != nil {
+		return ProbeResult{Name: "statedir", Status: StatusFailed, Detail: "run state directory unusable: " + err.Error(),
+			Fix: "a writable $TMPDIR (the sidecar's cmp-tmp emptyDir on /tmp) or $XDG_RUNTIME_DIR"}
+	}
+	if err := stateDirReachable(dir, mapped); err != nil {
+		return ProbeResult{Name: "statedir", Status: StatusFailed, Detail: err.Error(),
+			Fix: fmt.Sprintf("set TMPDIR (and unset XDG_RUNTIME_DIR) to a directory whose whole path every user may traverse (o+x; /tmp normally is); %s may stay private", filepath.Dir(dir))}
+	}
+	return ProbeResult{Name: "statedir", Status: StatusOK, Detail: "run state in " + dir}
+}
+
+// stateDirReachable says why the uids functions run as (mapped: kptr is
+// root) cannot reach dir, nil when they can.
+func stateDirReachable(dir string, mapped bool) error {
+	if !mapped {
+		return nil
+	}
+	if d := untraversable(dir); d != "" {
+		return fmt.Errorf("run state directory %s is out of reach of the host uids functions run as (%d-%d): %s is not traversable by other users", dir, rootHostIDBase, rootHostIDBase+rootHostIDSize-1, d)
+	}
+	return nil
+}
+
 // ensurePrivateDir creates dir (mode 0711: the sandbox's mapped uid must
 // traverse it, nobody may list it) and refuses a directory someone else owns
-// or a symlink, as a shared /tmp would allow.
+// or a symlink, as a shared /tmp would allow. dir is opened without
+// following a link and checked and changed through that descriptor, so
+// nothing can be swapped in between.
 func ensurePrivateDir(dir string) error {
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+	parent, name := filepath.Split(filepath.Clean(dir))
+	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return err
 	}
-	if err := os.Mkdir(dir, 0o711); err != nil && !errors.Is(err, os.ErrExist) {
-		return err
+	pfd, err := unix.Open(parent, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: parent, Err: err}
 	}
+	defer unix.Close(pfd)
+	if err := unix.Mkdirat(pfd, name, 0o711); err != nil && err != unix.EEXIST {
+		return &os.PathError{Op: "mkdir", Path: dir, Err: err}
+	}
+	fd, err := unix.Openat(pfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("%s is not a directory owned by uid %d: %w", dir, os.Geteuid(), err)
+	}
+	defer unix.Close(fd)
 	var st unix.Stat_t
-	if err := unix.Lstat(dir, &st); err != nil {
+	if err := unix.Fstat(fd, &st); err != nil {
 		return err
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != os.Geteuid() {
+	if int(st.Uid) != os.Geteuid() {
 		return fmt.Errorf("%s is not a directory owned by uid %d", dir, os.Geteuid())
 	}
-	return os.Chmod(dir, 0o711)
+	return unix.Fchmod(fd, 0o711)
 }

@@ -34,7 +34,9 @@ import (
 //     label, its namespaces and cgroup (a new pod, another securityContext,
 //     another seccomp or AppArmor profile all change one of them);
 //   - the state directory (path, device and inode: the overlay probe's
-//     outcome depends on its file system).
+//     outcome depends on its file system) and, as root, the first directory
+//     above it that the uids functions run as cannot traverse (a chmod of
+//     $TMPDIR changes whether runs can start; see stateDirFor).
 //
 // What a key cannot see (a seccomp profile replaced by one with as many
 // filters, a kernel module unloaded) is caught when a run fails to start:
@@ -63,16 +65,19 @@ const (
 
 // verdictKey is what a verdict depends on; see the comment above.
 type verdictKey struct {
-	Format    int
-	Tier      string
-	Kernel    string
-	BootID    string
-	Build     string
-	EUID      int
-	EGID      int
-	StateDir  string
-	StateDev  uint64
-	StateIno  uint64
+	Format   int
+	Tier     string
+	Kernel   string
+	BootID   string
+	Build    string
+	EUID     int
+	EGID     int
+	StateDir string
+	StateDev uint64
+	StateIno uint64
+	// StateGate is, as root, the first directory above the state directory
+	// the uids functions run as cannot traverse ("" when they can).
+	StateGate string `json:",omitempty"`
 	Context   string
 	Seccomp   bool
 	Landlocks int // landlock ABI (the landlock tier's probes report it)
@@ -153,6 +158,9 @@ func verdictKeyNow(tier, dir string) (verdictKey, bool) {
 		StateIno: st.Ino,
 		Context:  ctx.String(),
 		Seccomp:  seccompBuilt,
+	}
+	if canMapRange() {
+		k.StateGate = untraversable(dir)
 	}
 	if tier == verdictLandlock {
 		k.Landlocks, _ = landlockVersion()

@@ -15,7 +15,7 @@ import (
 // fresh directory; it returns that directory and the call counters.
 func fakeProbes(t *testing.T, ns []ProbeResult, f Features, ll []ProbeResult) (dir string, nsCalls, llCalls *int) {
 	t.Helper()
-	base := t.TempDir()
+	base := reachableDir(t)
 	t.Setenv("XDG_RUNTIME_DIR", base)
 	nsCalls, llCalls = new(int), new(int)
 	oldNS, oldLL := probeNamespace, probeLandlock
@@ -181,7 +181,7 @@ func TestProbeVerdictUntrustedFileIgnored(t *testing.T) {
 func TestProbeVerdictReplacedWhenStartFails(t *testing.T) {
 	dir, nsCalls, _ := fakeProbes(t, okResults, okFeat, llOK)
 	ProbeCached(false)
-	sb, err := New(WithStateDir(t.TempDir()))
+	sb, err := New(WithStateDir(reachableDir(t)))
 	must(t, err)
 	defer sb.Close()
 	if !sb.cached {
@@ -200,7 +200,7 @@ func TestProbeVerdictReplacedWhenStartFails(t *testing.T) {
 
 	// The environment changed (fresh procfs now refused): the new verdict
 	// replaces the cached one and the Sandbox adopts it.
-	sb2, err := New(WithStateDir(t.TempDir()))
+	sb2, err := New(WithStateDir(reachableDir(t)))
 	must(t, err)
 	defer sb2.Close()
 	changed := okFeat
@@ -214,7 +214,7 @@ func TestProbeVerdictReplacedWhenStartFails(t *testing.T) {
 	}
 
 	// The environment no longer allows runs: the error says why.
-	sb3, err := New(WithStateDir(t.TempDir()))
+	sb3, err := New(WithStateDir(reachableDir(t)))
 	must(t, err)
 	defer sb3.Close()
 	failed := []ProbeResult{{Name: "userns", Status: StatusFailed, Detail: "cannot create a user namespace"}}
@@ -313,4 +313,16 @@ func writeVerdict(t *testing.T, dir string, v verdict) {
 	path := verdictPath(verdictNamespace, dir)
 	_ = os.Remove(path)
 	must(t, os.WriteFile(path, b, 0o600))
+}
+
+// reachableDir is a fresh directory below testTmp, which the uids functions
+// run as may traverse: as root, kptr neither chooses nor accepts a state
+// directory they cannot reach (t.TempDir's parent is 0700).
+func reachableDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp(testTmp, "state-")
+	must(t, err)
+	must(t, os.Chmod(d, 0o755))
+	t.Cleanup(func() { removeTree(d) })
+	return d
 }

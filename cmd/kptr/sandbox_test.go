@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -146,5 +147,41 @@ func TestMayStartManySandboxes(t *testing.T) {
 		if got := mayStartManySandboxes(strings.Fields(args)); got != want {
 			t.Errorf("%s: %v, want %v", args, got, want)
 		}
+	}
+}
+
+// As root with a private $TMPDIR (Debian's libpam-tmpdir) or
+// $XDG_RUNTIME_DIR (systemd), doctor used to pass while every
+// namespace-tier run failed: the run state lay below a directory the uids
+// functions run as cannot traverse. Doctor now names a state directory they
+// can reach, outside the private one, which stays private.
+func TestDoctorPrivateTmpdirAsRoot(t *testing.T) {
+	if _, feat := runtime.Probe(); !feat.Root {
+		t.Skip("needs root with the whole id range mapped: only then do functions run as other host uids than kptr's")
+	}
+	for _, env := range []string{"TMPDIR", "XDG_RUNTIME_DIR"} {
+		t.Run(env, func(t *testing.T) {
+			priv := filepath.Join(t.TempDir(), "private")
+			if err := os.Mkdir(priv, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv("XDG_RUNTIME_DIR", "")
+			t.Setenv(env, priv)
+			var out, errb bytes.Buffer
+			code := run([]string{"kptr", "doctor"}, strings.NewReader(""), &out, &errb)
+			_, dir, ok := strings.Cut(out.String(), "[ok]        statedir  run state in ")
+			dir, _, _ = strings.Cut(dir, "\n")
+			if code != 0 || !ok || strings.HasPrefix(dir, priv) {
+				t.Fatalf("exit %d, state dir %q (want one outside %s)\n%s%s", code, dir, priv, out.String(), errb.String())
+			}
+			for d := dir; d != "/"; d = filepath.Dir(d) {
+				if fi, err := os.Stat(d); err != nil || fi.Mode().Perm()&0o001 == 0 {
+					t.Errorf("%s on the state dir's path is not traversable by other uids: %v %v", d, fi.Mode(), err)
+				}
+			}
+			if fi, err := os.Stat(priv); err != nil || fi.Mode().Perm() != 0o700 {
+				t.Errorf("%s widened: %v %v", priv, fi.Mode(), err)
+			}
+		})
 	}
 }

@@ -114,7 +114,8 @@ func (h *harness) importFixture(t *testing.T, fixture string, args []string) str
 	if h.id.uid < 0 && os.Geteuid() == 0 {
 		// As root a run's container root is an unprivileged host uid, which
 		// must traverse $TMPDIR to reach the run-state directory beneath it:
-		// the harness makes $TMPDIR 0700 (kptr does not detect that yet).
+		// the harness makes $TMPDIR 0700, and kptr would then keep its run
+		// state in /tmp/kptr-run-0, outside the harness (stateDir).
 		if err := os.Chmod(h.tmp, 0o711); err != nil {
 			t.Fatal(err)
 		}
