@@ -173,6 +173,11 @@ echo x > /tmp/x && echo tmp-ok`
 	if err != nil || string(res.Stdout) != "p\n" {
 		t.Fatalf("prepared run: %v %q %q", err, res.Stdout, res.Stderr)
 	}
+	// a prepared run's state is removed in the background once it ended
+	deadline = time.Now().Add(10 * time.Second)
+	for len(rwDirs(t, dir)) != 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
 	if l := rwDirs(t, dir); len(l) != 0 {
 		t.Errorf("after the prepared run: %v left", l)
 	}

@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"regexp"
 	goruntime "runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -160,7 +161,22 @@ func (r *Registry) Stop() {
 var requestLine = regexp.MustCompile(`"(GET|HEAD|PUT|POST|PATCH|DELETE) (\S+) HTTP/[0-9.]+" (\d{3})`)
 
 // Requests returns "METHOD PATH STATUS" for every request the registry served.
+// The registry logs a request once its handler has returned, which can be
+// after the client has read the whole response: while it runs, Requests
+// first sends a marker request and reads the log once the marker is in it,
+// so every request answered before the call is counted.
 func (r *Registry) Requests() []string {
+	marker := r.syncLog()
+	var out []string
+	for _, req := range r.readLog() {
+		if marker == "" || !strings.Contains(req, marker) {
+			out = append(out, req)
+		}
+	}
+	return out
+}
+
+func (r *Registry) readLog() []string {
 	b, err := os.ReadFile(r.logPath)
 	if err != nil {
 		r.t.Fatalf("registry: read log: %v", err)
@@ -174,6 +190,36 @@ func (r *Registry) Requests() []string {
 		}
 	}
 	return out
+}
+
+// logSyncQuery marks the requests syncLog sends (Requests leaves them out).
+const logSyncQuery = "kptr-test-log-sync="
+
+// syncLog sends a marker request to a running registry and waits (up to
+// 10 s) until its log holds it; it returns the marker, "" when the registry
+// is stopped (its log is complete).
+func (r *Registry) syncLog() string {
+	r.mu.Lock()
+	running := r.cmd != nil
+	r.mu.Unlock()
+	if !running {
+		return ""
+	}
+	marker := logSyncQuery + strconv.FormatInt(time.Now().UnixNano(), 10)
+	resp, err := http.Get("http://" + r.Addr + "/v2/?" + marker)
+	if err != nil {
+		r.t.Fatalf("registry: log sync: %v", err)
+	}
+	resp.Body.Close()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		for _, req := range r.readLog() {
+			if strings.Contains(req, marker) {
+				return marker
+			}
+		}
+	}
+	r.t.Fatalf("registry: the access log never showed %s", marker)
+	return ""
 }
 
 // BlobGets counts the successful GETs of the blob with this digest

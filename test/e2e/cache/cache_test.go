@@ -234,14 +234,15 @@ func TestExportImport(t *testing.T) {
 	src := t.TempDir()
 	kptr(t, src, "cache", "pull", ref).must(t)
 	out := t.TempDir()
-	// A layout skopeo wrote names the image by tag only; --repository names it.
+	// A layout skopeo wrote names the image by tag only; --repository names it
+	// (without it: the user's input to fix, exit 2).
 	skopeoDir := filepath.Join(out, "skopeo")
 	if b, err := exec.Command("skopeo", "copy", "-q", "--src-tls-verify=false", "docker://"+ref, "oci:"+skopeoDir+":v7").CombinedOutput(); err != nil {
 		t.Fatalf("skopeo copy: %v\n%s", err, b)
 	}
 	reg.Stop()
 	sk := t.TempDir()
-	if r := kptr(t, sk, "cache", "import", skopeoDir); r.code != 3 || !strings.Contains(r.stderr, "--repository") {
+	if r := kptr(t, sk, "cache", "import", skopeoDir); r.code != 2 || !strings.Contains(r.stderr, "--repository") {
 		t.Fatalf("tag-only layout without --repository: %d %s", r.code, r.stderr)
 	}
 	kptr(t, sk, "cache", "import", "--repository", "registry.corp/kpt-fn/cat", skopeoDir).must(t)
