@@ -166,10 +166,10 @@ var requestLine = regexp.MustCompile(`"(GET|HEAD|PUT|POST|PATCH|DELETE) (\S+) HT
 // first sends a marker request and reads the log once the marker is in it,
 // so every request answered before the call is counted.
 func (r *Registry) Requests() []string {
-	marker := r.syncLog()
+	r.syncLog()
 	var out []string
 	for _, req := range r.readLog() {
-		if marker == "" || !strings.Contains(req, marker) {
+		if !strings.Contains(req, logSyncQuery) {
 			out = append(out, req)
 		}
 	}
@@ -196,14 +196,13 @@ func (r *Registry) readLog() []string {
 const logSyncQuery = "kptr-test-log-sync="
 
 // syncLog sends a marker request to a running registry and waits (up to
-// 10 s) until its log holds it; it returns the marker, "" when the registry
-// is stopped (its log is complete).
-func (r *Registry) syncLog() string {
+// 10 s) until its log holds it; a stopped registry's log is complete.
+func (r *Registry) syncLog() {
 	r.mu.Lock()
 	running := r.cmd != nil
 	r.mu.Unlock()
 	if !running {
-		return ""
+		return
 	}
 	marker := logSyncQuery + strconv.FormatInt(time.Now().UnixNano(), 10)
 	resp, err := http.Get("http://" + r.Addr + "/v2/?" + marker)
@@ -214,12 +213,11 @@ func (r *Registry) syncLog() string {
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		for _, req := range r.readLog() {
 			if strings.Contains(req, marker) {
-				return marker
+				return
 			}
 		}
 	}
 	r.t.Fatalf("registry: the access log never showed %s", marker)
-	return ""
 }
 
 // BlobGets counts the successful GETs of the blob with this digest
