@@ -64,13 +64,16 @@ type Outcome struct {
 // written to the same kind of destination, with results when opts asks for
 // them. (A key that covers both never finds another; Render checks anyway.)
 func (o *Outcome) Fits(opts Options) bool {
-	return o.Output == outputClass(opts.Output) && (opts.ResultsDir == "" || o.Results != nil)
+	return o.Output == OutputClass(opts.Output) && (opts.ResultsDir == "" || o.Results != nil)
 }
 
 // outputDir is Outcome.Output for -o DIR (whatever the directory).
 const outputDir = "dir"
 
-func outputClass(output string) string {
+// OutputClass is the kind of destination output names: OutputInPlace,
+// OutputStdout, OutputUnwrap, or "dir" for any directory (a whole render's
+// record and key care which kind, not which directory).
+func OutputClass(output string) string {
 	switch output {
 	case OutputInPlace, OutputStdout, OutputUnwrap:
 		return output
@@ -120,7 +123,7 @@ func (r *renderer) lookup() *Outcome {
 	if rec != nil && rec.Fits(r.opts) {
 		return rec
 	}
-	r.outcome = &Outcome{Output: outputClass(r.opts.Output)}
+	r.outcome = &Outcome{Output: OutputClass(r.opts.Output)}
 	r.transcript = &bytes.Buffer{}
 	if r.pr.w != nil {
 		r.pr.w = io.MultiWriter(r.pr.w, r.transcript)

@@ -57,17 +57,11 @@ func (m *renderMemo) Lookup(pkg *os.Root, images []string) (*pipeline.Outcome, b
 	if k == nil {
 		return nil, false
 	}
-	out := m.output
-	switch out {
-	case pipeline.OutputInPlace, pipeline.OutputStdout, pipeline.OutputUnwrap:
-	default:
-		out = "dir"
-	}
 	k.Str("kpt", strconv.FormatBool(m.g.kpt))
 	// the functions see it (internal.config.kubernetes.io/package-path, as
 	// in kpt), and the transcript shows its name
 	k.Str("package", pkg.Name())
-	k.Str("output", out)
+	k.Str("output", pipeline.OutputClass(m.output))
 	k.Str("results", strconv.FormatBool(m.resultsDir != ""))
 	k.Str("truncate-output", strconv.FormatBool(m.truncate))
 	m.st, m.key = st, k.Sum()
