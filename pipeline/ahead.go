@@ -3,9 +3,6 @@ package pipeline
 import (
 	"context"
 
-	"github.com/Masterminds/semver/v3"
-
-	kptv1 "github.com/kptr-dev/kptr/pipeline/kptfile/v1"
 	"github.com/kptr-dev/kptr/runtime"
 )
 
@@ -135,10 +132,12 @@ func (r *renderer) pipelineImage(pn *pkgNode, pos int) string {
 		return ""
 	}
 	f := fns[pos]
-	if f.Image == "" || f.Exec != "" || f.Condition != "" || tagConstraint(f) {
+	if f.Image == "" || f.Exec != "" || f.Condition != "" {
 		return ""
 	}
-	ref, err := resolveImage(context.Background(), f, &r.opts, true)
+	o := r.opts
+	o.Resolver = nil // a tag constraint needs a registry's tag list: an error here, not prepared
+	ref, err := resolveImage(context.Background(), f, &o, true)
 	if err != nil {
 		return ""
 	}
@@ -146,17 +145,4 @@ func (r *renderer) pipelineImage(pn *pkgNode, pos int) string {
 		return ""
 	}
 	return ref
-}
-
-// tagConstraint: f's tag is a semver constraint, which only a registry's
-// tag list resolves.
-func tagConstraint(f kptv1.Function) bool {
-	if f.Tag == "" {
-		return false
-	}
-	if _, err := semver.NewVersion(f.Tag); err == nil {
-		return false
-	}
-	_, err := semver.NewConstraint(f.Tag)
-	return err == nil
 }
