@@ -32,8 +32,9 @@ test: build $(TESTSUM) ## run every test suite (what CI runs)
 	$(MAKE) test-seccomp
 	$(MAKE) test-argocd
 
-test-unit: $(TESTSUM) ## all Go tests as the current user
+test-unit: $(TESTSUM) ## all Go tests as the current user; the runtime suite again with the libcontainer launcher
 	@set -o pipefail; $(GO) test -json -count=1 -timeout 25m ./... | $(TESTSUM) -suite "unit tests as $$(id -un)"
+	@set -o pipefail; KPTR_LAUNCHER=libcontainer $(GO) test -json -count=1 ./runtime | $(TESTSUM) -suite "runtime suite, libcontainer launcher, as $$(id -un)"
 
 # The sandbox suites (runtime/ and kptr's doctor/refusal tests) compiled once,
 # then run as the sidecar runs: uid 999, no capabilities, no_new_privs, its own
@@ -55,6 +56,7 @@ define run-unpriv
 	who="as uid $$($$e $$as id -u), no caps, no_new_privs$(if $(1), with seccomp)"; \
 	echo "== runtime suite $$who"; \
 	$$e $$as ./runtime.test -test.v=test2json -test.count=1 -test.timeout=10m 2>&1 | $(GO) tool test2json -t -p runtime | $(TESTSUM) -suite "runtime suite $$who"; \
+	$$e KPTR_LAUNCHER=libcontainer $$as ./runtime.test -test.v=test2json -test.count=1 -test.timeout=10m 2>&1 | $(GO) tool test2json -t -p runtime | $(TESTSUM) -suite "runtime suite, libcontainer launcher, $$who"; \
 	$$e $$as ./kptr.test -test.v=test2json -test.count=1 -test.run '$(SANDBOX_CMD_TESTS)' 2>&1 | $(GO) tool test2json -t -p cmd/kptr | $(TESTSUM) -suite "cmd/kptr sandbox tests $$who"
 endef
 
@@ -63,6 +65,7 @@ test-unpriv: $(TESTSUM) ## the sandbox suite again as uid 999 with no capabiliti
 
 test-seccomp: $(TESTSUM) ## the sandbox suite built with the seccomp tag (libseccomp), as root and as uid 999
 	@set -o pipefail; $(GO) test -json -count=1 -tags seccomp ./runtime | $(TESTSUM) -suite "runtime with seccomp as $$(id -un)"
+	@set -o pipefail; KPTR_LAUNCHER=libcontainer $(GO) test -json -count=1 -tags seccomp ./runtime | $(TESTSUM) -suite "runtime with seccomp, libcontainer launcher, as $$(id -un)"
 	@$(call run-unpriv,-tags seccomp)
 
 bench-runtime: ## per-run cost of the sandbox (cold, pipelined, prepared) vs bare exec, bwrap, podman (root); as root and as uid 999 (figures → BENCHMARKS.md)

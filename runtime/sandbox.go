@@ -11,14 +11,12 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
-	"github.com/opencontainers/runc/libcontainer"
 	"github.com/sirupsen/logrus"
 
 	"github.com/kptr-dev/kptr/cache"
@@ -54,6 +52,9 @@ type Sandbox struct {
 	// verified for stateDir, unless WithOverlay(false)).
 	overlay   bool
 	noOverlay bool
+	// launcher starts the runs' containers (launch.go).
+	launcher    string
+	launcherSet bool
 
 	seq     atomic.Uint64
 	entries sync.Map // rootfs path → []entry (a cached rootfs never changes)
@@ -114,6 +115,12 @@ func New(opts ...Option) (*Sandbox, error) {
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	if !s.launcherSet {
+		s.launcher = os.Getenv("KPTR_LAUNCHER")
+	}
+	if err := validLauncher(s.launcher); err != nil {
+		return nil, err
 	}
 	if !s.log.Enabled(context.Background(), slog.LevelDebug) {
 		logrus.SetLevel(logrus.ErrorLevel)
@@ -258,13 +265,19 @@ func (s *Sandbox) runOnce(ctx context.Context, b cache.Bundle, inv Invocation) (
 		return Result{}, err, false
 	}
 	defer st.release(s.log)
-	if err := onStableThread(func() error { return st.c.Run(st.p) }); err != nil {
-		st.sio.closeChild()
-		return Result{}, fmt.Errorf("start: %w", unwrapStart(err)), false
-	}
+	err = st.ct.start(true)
 	st.sio.closeChild()
-	if err := st.watch(); err != nil {
+	var xerr *execError
+	if err != nil && !errors.As(err, &xerr) {
 		return Result{}, err, false
+	}
+	if werr := st.watch(); werr != nil {
+		return Result{}, werr, false
+	}
+	if xerr != nil {
+		// The image's entrypoint could not be executed: the init has
+		// reported it and exits; release reaps it.
+		return Result{ExitCode: -1}, fmt.Errorf("start: %s", xerr.msg), true
 	}
 	res, err := s.finish(ctx, st, inv)
 	return res, err, true
@@ -300,8 +313,7 @@ func (s *Sandbox) recheck(startErr error) (retry bool, err error) {
 // the pipes the function will have as stdin, stdout and stderr.
 type started struct {
 	id   string
-	c    *libcontainer.Container
-	p    *libcontainer.Process
+	ct   container
 	sio  *stdio
 	proc process
 	root string  // the run's private root directory to remove ("" for a direct root)
@@ -313,11 +325,11 @@ type started struct {
 
 // watch hands the started init to a reaper.
 func (st *started) watch() error {
-	pid, err := st.p.Pid()
+	pid, err := st.ct.pid()
 	if err != nil {
 		return fmt.Errorf("start: %w", err)
 	}
-	st.reap = newReaper(pid, st.p.Wait, nil)
+	st.reap = newReaper(pid, st.ct.wait, nil)
 	return nil
 }
 
@@ -375,18 +387,11 @@ func (s *Sandbox) setup(b cache.Bundle, inv Invocation) (_ *started, err error) 
 			return nil, fmt.Errorf("prepare overlay: %w", err)
 		}
 	}
-	if st.c, err = createContainer(s.stateDir, id, cfg); err != nil {
-		return nil, fmt.Errorf("create sandbox: %w", err)
-	}
 	if st.sio, err = newStdio(nil, 0); err != nil {
 		return nil, err
 	}
-	st.p = &libcontainer.Process{
-		Args: proc.Args, Env: proc.Env, Cwd: proc.Cwd, UID: proc.UID, GID: proc.GID,
-		Stdin: st.sio.childIn, Stdout: st.sio.childOut, Stderr: st.sio.childErr, Init: true,
-		// Only errors from the init's log pipe: debug lines cost a write
-		// and a JSON decode each, dozens per start.
-		LogLevel: strconv.Itoa(int(logrus.ErrorLevel)),
+	if st.ct, err = s.newContainer(id, spec, cfg, proc, st.sio); err != nil {
+		return nil, err
 	}
 	return st, nil
 }
@@ -429,8 +434,8 @@ func (st *started) release(log *slog.Logger) {
 
 // destroy removes the state of a run whose processes are all gone.
 func (st *started) destroy(log *slog.Logger) {
-	if st.c != nil {
-		if err := st.c.Destroy(); err != nil {
+	if st.ct != nil {
+		if err := st.ct.destroy(); err != nil {
 			log.Warn("sandbox: destroy", "id", st.id, "err", err)
 		}
 	}
