@@ -26,16 +26,28 @@
 // the environment), and returns at once in any other.
 package nsinit
 
+// #include "nsinit.h"
+import "C"
+
 import (
 	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
 	"os"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
-// InitArg is argv[1] of an init started by Start.
+// InitArg is argv[1] of an init started by Start (NSINIT_ARG in nsinit.h).
 const InitArg = "__kptr_nsinit"
+
+// syncEnv names the init's sync descriptor (NSINIT_ENV in nsinit.h); it is
+// the init's whole environment.
+const syncEnv = "_KPTR_NSINIT=3"
 
 // Mount is one mount the init makes inside the new root, in Spec order,
 // after the root itself is bound onto itself.
@@ -101,7 +113,8 @@ type Spec struct {
 	Hostname string
 	// Loopback brings lo up (with CLONE_NEWNET).
 	Loopback bool
-	// OOMScoreAdj is written to /proc/self/oom_score_adj.
+	// OOMScoreAdj is written to /proc/self/oom_score_adj; 0 leaves the
+	// inherited value (lowering it needs CAP_SYS_RESOURCE).
 	OOMScoreAdj int
 	Rlimits     []Rlimit
 	Umask       uint32
@@ -118,19 +131,103 @@ type Spec struct {
 	Seccomp []unix.SockFilter
 }
 
-// Proc is one started init.
+// Proc is one started init. Kill may be called concurrently with the
+// others; Setup, Release and Wait are called in that order by one goroutine.
 type Proc struct {
 	cmd   *os.Process
 	sync  *os.File
 	pidfd int
+
+	spec   []byte // the encoded spec, until Setup sends it
+	ready  bool   // Setup succeeded
+	mu     sync.Mutex
+	killed bool
+}
+
+// Error is a failure the init reported: the step and its target ("mount
+// target /tmp") and the system call's error.
+type Error struct {
+	Op    string
+	Errno syscall.Errno
+}
+
+func (e *Error) Error() string {
+	if e.Errno == 0 {
+		return e.Op
+	}
+	return e.Op + ": " + e.Errno.Error()
+}
+
+func (e *Error) Unwrap() error {
+	if e.Errno == 0 {
+		return nil
+	}
+	return e.Errno
 }
 
 // Start forks the init from exe (a sealed copy of the running binary, as
 // /proc/self/fd/N or a path) with the spec's namespaces, ID mappings, a
 // SIGKILL parent-death signal and a pidfd, and stdin, stdout and stderr as
-// its fds 0-2. The init has made no mount yet when Start returns.
+// its fds 0-2 (nil: /dev/null). The init has made no mount yet when Start
+// returns. Container root (uid and gid 0) must be mapped: the init starts
+// as it. A spec that cannot be encoded (see encode) is an error before
+// anything is started.
 func Start(spec *Spec, exe string, stdin, stdout, stderr *os.File) (*Proc, error) {
-	panic("nsinit: not implemented yet")
+	body, err := encode(spec)
+	if err != nil {
+		return nil, err
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("nsinit: socketpair: %w", err)
+	}
+	// The parent's end is non-blocking, so reads wait in Go's poller.
+	if err := unix.SetNonblock(fds[0], true); err != nil {
+		unix.Close(fds[0])
+		unix.Close(fds[1])
+		return nil, fmt.Errorf("nsinit: socket: %w", err)
+	}
+	parent := os.NewFile(uintptr(fds[0]), "nsinit-sync")
+	child := os.NewFile(uintptr(fds[1]), "nsinit-sync-init")
+	defer child.Close() // the init has its own copy (fd 3)
+
+	files := []*os.File{stdin, stdout, stderr, child}
+	for i := range 3 {
+		if files[i] == nil {
+			null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+			if err != nil {
+				parent.Close()
+				return nil, fmt.Errorf("nsinit: %w", err)
+			}
+			defer null.Close()
+			files[i] = null
+		}
+	}
+	pidfd := -1
+	proc, err := os.StartProcess(exe, []string{"kptr-nsinit", InitArg}, &os.ProcAttr{
+		Env:   []string{syncEnv},
+		Files: files,
+		Sys: &syscall.SysProcAttr{
+			// The cgroup namespace is the init's to unshare, once the
+			// caller has joined it to its cgroups.
+			Cloneflags:                 spec.Cloneflags &^ unix.CLONE_NEWCGROUP,
+			UidMappings:                spec.UIDMappings,
+			GidMappings:                spec.GIDMappings,
+			GidMappingsEnableSetgroups: spec.Setgroups,
+			// The clone keeps kptr's host uid, unmapped when kptr is
+			// root (container ids map to an unprivileged range): become
+			// container root, or the init would hold no capability in its
+			// namespaces.
+			Credential: &syscall.Credential{Uid: 0, Gid: 0, NoSetGroups: !spec.Setgroups},
+			Pdeathsig:  syscall.SIGKILL,
+			PidFD:      &pidfd,
+		},
+	})
+	if err != nil {
+		parent.Close()
+		return nil, fmt.Errorf("nsinit: start %s: %w", exe, err)
+	}
+	return &Proc{cmd: proc, sync: parent, pidfd: pidfd, spec: body}, nil
 }
 
 // Pid is the init's pid (in the caller's pid namespace).
@@ -143,16 +240,115 @@ func (p *Proc) PidFD() int { return p.pidfd }
 // and waits to be released, or returns the init's error (one line naming
 // the step, e.g. "mount /proc: operation not permitted"). The context's end
 // kills the init.
-func (p *Proc) Setup(ctx context.Context) error { panic("nsinit: not implemented yet") }
+func (p *Proc) Setup(ctx context.Context) error {
+	if p.spec == nil {
+		return errors.New("nsinit: setup: called twice")
+	}
+	msg := p.spec
+	p.spec = nil
+	if err := p.exchange(ctx, msg, true); err != nil {
+		return err
+	}
+	p.ready = true
+	return nil
+}
 
 // Release lets a set-up init execute the function; it returns once execve
 // succeeded, or the init's error when it failed ("exec /bin/fn: no such file
 // or directory").
-func (p *Proc) Release(ctx context.Context) error { panic("nsinit: not implemented yet") }
+func (p *Proc) Release(ctx context.Context) error {
+	if !p.ready {
+		return errors.New("nsinit: release: the init is not set up")
+	}
+	p.ready = false
+	return p.exchange(ctx, []byte{'G'}, false)
+}
+
+// exchange writes msg and reads the init's reply: READY when setup is set,
+// else EOF (execve closed the socket). The context's end kills the init.
+func (p *Proc) exchange(ctx context.Context, msg []byte, setup bool) error {
+	p.mu.Lock()
+	killed := p.killed
+	p.mu.Unlock()
+	if killed {
+		return errors.New("nsinit: the init was killed")
+	}
+	stop := context.AfterFunc(ctx, func() { p.Kill() })
+	err := p.roundTrip(msg, setup)
+	if !stop() {
+		return ctx.Err()
+	}
+	return err
+}
+
+func (p *Proc) roundTrip(msg []byte, setup bool) error {
+	if _, err := p.sync.Write(msg); err != nil {
+		return fmt.Errorf("nsinit: init gone: %w", err)
+	}
+	var hdr [7]byte
+	n, err := io.ReadFull(p.sync, hdr[:])
+	switch {
+	case n == 0 && err == io.EOF && !setup:
+		return nil // execve succeeded: the socket was close-on-exec
+	case n == 0 && err == io.EOF:
+		return errors.New("nsinit: the init exited before it was set up")
+	case err != nil:
+		return fmt.Errorf("nsinit: reading the init's reply: %w", err)
+	}
+	if hdr[0] == C.NSINIT_READY && setup {
+		return p.readText(hdr, nil)
+	}
+	if hdr[0] != C.NSINIT_ERR {
+		return fmt.Errorf("nsinit: unexpected reply %q from the init", hdr[0])
+	}
+	e := &Error{Errno: syscall.Errno(binary.NativeEndian.Uint32(hdr[1:5]))}
+	return p.readText(hdr, e)
+}
+
+// readText reads the reply's text (bounded: NSINIT_MSG_MAX) into e; nil e
+// (READY) wants none.
+func (p *Proc) readText(hdr [7]byte, e *Error) error {
+	n := int(binary.NativeEndian.Uint16(hdr[5:7]))
+	if n > C.NSINIT_MSG_MAX || (e == nil && n != 0) {
+		return fmt.Errorf("nsinit: reply of %d bytes from the init", n)
+	}
+	if e == nil {
+		return nil
+	}
+	text := make([]byte, n)
+	if _, err := io.ReadFull(p.sync, text); err != nil {
+		return fmt.Errorf("nsinit: reading the init's error: %w", err)
+	}
+	e.Op = string(text)
+	return e
+}
 
 // Kill sends SIGKILL through the pidfd (the whole pid namespace ends with
 // its init).
-func (p *Proc) Kill() error { panic("nsinit: not implemented yet") }
+func (p *Proc) Kill() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pidfd < 0 {
+		return os.ErrProcessDone
+	}
+	p.killed = true
+	err := unix.PidfdSendSignal(p.pidfd, unix.SIGKILL, nil, 0)
+	if err == unix.ESRCH {
+		return nil // already dead
+	}
+	return err
+}
 
-// Wait reaps the init (after Release, the function).
-func (p *Proc) Wait() (*os.ProcessState, error) { panic("nsinit: not implemented yet") }
+// Wait reaps the init (after Release, the function) and closes the pidfd
+// and the sync socket.
+func (p *Proc) Wait() (*os.ProcessState, error) {
+	st, err := p.cmd.Wait()
+	p.mu.Lock()
+	if p.pidfd >= 0 {
+		unix.Close(p.pidfd)
+		p.pidfd = -1
+	}
+	p.mu.Unlock()
+	p.sync.Close()
+	return st, err
+}
