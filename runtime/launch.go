@@ -310,7 +310,11 @@ func nsinitSpec(cfg *configs.Config, proc process) (*nsinit.Spec, error) {
 	// an unprivileged map must deny it.
 	s.Setgroups = !cfg.RootlessEUID
 	for _, m := range cfg.Mounts {
-		nm := nsinit.Mount{Source: m.Source, Target: m.Destination, Flags: uintptr(m.Flags), Data: m.Data}
+		// Create: a missing mount point is made where libcontainer would
+		// make it, but only inside a file system the init mounted (an
+		// invocation mount's target in the overlay's upper layer), never
+		// in the image.
+		nm := nsinit.Mount{Source: m.Source, Target: m.Destination, Flags: uintptr(m.Flags), Data: m.Data, Create: true}
 		switch m.Device {
 		case "bind":
 		case "proc", "tmpfs", "overlay":
@@ -405,4 +409,30 @@ func namespaceSeccomp() ([]unix.SockFilter, error) {
 		return nil, errors.New("no seccomp filter of kptr's own for this architecture")
 	}
 	return seccompFilter(true, false), nil
+}
+
+// LauncherSummary says, for kptr doctor, how the namespace tier's runs of
+// images cached in cacheDir start here (see the top of this file).
+func LauncherSummary(cacheDir string) string {
+	l := os.Getenv("KPTR_LAUNCHER")
+	if err := validLauncher(l); err != nil {
+		return "none: " + err.Error()
+	}
+	if l == LauncherLibcontainer {
+		return "libcontainer (KPTR_LAUNCHER=libcontainer)"
+	}
+	if canMapRange() {
+		d := filepath.Clean(cacheDir)
+		for d != "/" {
+			if _, err := os.Stat(d); err == nil {
+				break
+			}
+			d = filepath.Dir(d)
+		}
+		if u := untraversable(d); u != "" {
+			return fmt.Sprintf("libcontainer for images cached in %s: as root a run's uids are other users, and %s is not traversable by them "+
+				"(chmod o+x %s, or a --cache-dir / KPTR_CACHE_DIR whose whole path is, lets nsinit start those runs, at about a third of the cost)", cacheDir, u, u)
+		}
+	}
+	return "nsinit (kptr's own C container init; libcontainer only for a run nsinit cannot start)"
 }
