@@ -138,10 +138,11 @@ type Proc struct {
 	sync  *os.File
 	pidfd int
 
-	spec   []byte // the encoded spec, until Setup sends it
-	ready  bool   // Setup succeeded
-	mu     sync.Mutex
-	killed bool
+	spec     []byte // the encoded spec, until Setup sends it
+	ready    bool   // Setup succeeded
+	released bool   // Release succeeded: the function runs
+	mu       sync.Mutex
+	killed   bool
 }
 
 // Error is a failure the init reported: the step and its target ("mount
@@ -261,7 +262,11 @@ func (p *Proc) Release(ctx context.Context) error {
 		return errors.New("nsinit: release: the init is not set up")
 	}
 	p.ready = false
-	return p.exchange(ctx, []byte{'G'}, false)
+	if err := p.exchange(ctx, []byte{'G'}, false); err != nil {
+		return err
+	}
+	p.released = true
+	return nil
 }
 
 // exchange writes msg and reads the init's reply: READY when setup is set,
@@ -340,8 +345,12 @@ func (p *Proc) Kill() error {
 }
 
 // Wait reaps the init (after Release, the function) and closes the pidfd
-// and the sync socket.
+// and the sync socket. An init never released is ended first: closing the
+// socket is its EOF, and it exits.
 func (p *Proc) Wait() (*os.ProcessState, error) {
+	if !p.released {
+		p.sync.Close()
+	}
 	st, err := p.cmd.Wait()
 	p.mu.Lock()
 	if p.pidfd >= 0 {

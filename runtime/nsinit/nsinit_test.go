@@ -659,3 +659,16 @@ func TestSpecRejected(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitUnreleased: Wait on an init that was set up but never released
+// ends it (the closed socket is its EOF) rather than waiting forever.
+func TestWaitUnreleased(t *testing.T) {
+	p, err := nsinit.Start(spec(newRoot(t), "container"), exe, nil, nil, nil)
+	must(t, err)
+	must(t, p.Setup(context.Background()))
+	st, err := p.Wait()
+	must(t, err)
+	if st.Success() || st.ExitCode() != 1 {
+		t.Errorf("init: %v, want exit 1", st)
+	}
+}
