@@ -24,6 +24,21 @@
 // Importing the package links the constructor; it acts only in a process
 // started by Start (argv[1] == InitArg and the sync descriptor named in
 // the environment), and returns at once in any other.
+//
+// What the init guarantees, whatever the image holds: every path inside the
+// new root (mount targets, devices, masked and read-only paths) is resolved
+// beneath the root with openat2 without following any symbolic link, so a
+// link in the image is an error (ELOOP), never a mount on a host path;
+// Create makes mount points only in a file system the init mounted itself;
+// the function gets fds 0-2 and nothing else of the init, no capability in
+// any set (also as container root, across execve), no supplementary group
+// where setgroups is allowed, no_new_privs, and the spec's seccomp program.
+// The spec travels as a compact binary message (encode) that the C parser
+// reads with a bound on its size (1 MiB), on every count and on every
+// string. Each failure is one *Error naming the step, its target and the
+// errno; the init then exits. The init dies with the thread that forked it
+// (parent-death signal, re-armed after the credential change) and when the
+// sync socket is closed before it is released.
 package nsinit
 
 // #include "nsinit.h"
