@@ -430,8 +430,19 @@ func TestBindMounts(t *testing.T) {
 	s.Mounts = append(s.Mounts, nsinit.Mount{Source: host, Target: "/work",
 		Flags: unix.MS_BIND | unix.MS_REC | unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV})
 	s.MaskPaths, s.ReadonlyPaths = nil, nil // the host's /proc: nothing to mask in a test
+	// A bind from inside a mount the init made before (the way the
+	// runtime binds an overlay's directories): /tmp's tmpfs with a tmpfs
+	// below it, bound recursively read-only: the submount is read-only too.
+	s.Mounts = append(s.Mounts,
+		nsinit.Mount{Source: "tmpfs", Target: "/tmp/sub", FSType: "tmpfs", Create: true},
+		nsinit.Mount{Source: filepath.Join(root, "tmp"), Target: "/etc", Flags: unix.MS_BIND | unix.MS_REC | unix.MS_RDONLY})
 	res, err := run(t, s, "")
 	must(t, err)
+	for p, want := range map[string]string{"/etc": "tmpfs ro,", "/etc/sub": "tmpfs ro,", "/tmp": "tmpfs rw,", "/tmp/sub": "tmpfs rw,"} {
+		if got := res.facts["mount "+p]; !strings.HasPrefix(got, want) {
+			t.Errorf("mount %s: %q, want %q…", p, got, want)
+		}
+	}
 	if got := res.facts["mount /work"]; !strings.Contains(got, " ro,nosuid,nodev") {
 		t.Errorf("mount /work: %q, want ro,nosuid,nodev", got)
 	}
@@ -670,5 +681,45 @@ func TestWaitUnreleased(t *testing.T) {
 	must(t, err)
 	if st.Success() || st.ExitCode() != 1 {
 		t.Errorf("init: %v, want exit 1", st)
+	}
+}
+
+// TestOverlay: the runtime's writable view of an image: an overlay on /tmp
+// (hidden later by the /tmp tmpfs) whose directory is bound where it
+// belongs; what the function writes lands in the upper layer, never in the
+// image.
+func TestOverlay(t *testing.T) {
+	root := newRoot(t)
+	rw, err := os.MkdirTemp(testTmp, "rw-")
+	must(t, err)
+	must(t, os.Chmod(rw, 0o755))
+	lower := filepath.Join(rw, "lower")
+	for _, d := range []string{"lower/data", "u", "w"} {
+		must(t, os.MkdirAll(filepath.Join(rw, d), 0o755))
+	}
+	must(t, os.WriteFile(filepath.Join(lower, "data/old"), []byte("image"), 0o644))
+	if os.Geteuid() == 0 {
+		// The upper layer, and the image's directory written to, belong to
+		// container root (host rootHostIDBase).
+		for _, d := range []string{"u", "w", "lower/data"} {
+			must(t, os.Chown(filepath.Join(rw, d), rootHostIDBase, rootHostIDBase))
+		}
+	}
+	s := spec(root, "write", "/work/new")
+	s.Mounts = append([]nsinit.Mount{
+		{Source: "overlay", Target: "/tmp", FSType: "overlay", Flags: unix.MS_NOSUID | unix.MS_NODEV,
+			Data: "lowerdir=" + lower + ",upperdir=" + rw + "/u,workdir=" + rw + "/w,userxattr,volatile"},
+		{Source: filepath.Join(root, "tmp", "data"), Target: "/work", Flags: unix.MS_BIND | unix.MS_REC},
+	}, s.Mounts...)
+	res, err := run(t, s, "")
+	must(t, err)
+	if res.facts["/work/new"] != "written" {
+		t.Fatalf("write: %q", res.out)
+	}
+	if b, err := os.ReadFile(filepath.Join(rw, "u/data/new")); err != nil || string(b) != "x" {
+		t.Errorf("upper layer: %q %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(lower, "data/new")); !os.IsNotExist(err) {
+		t.Errorf("written into the image: %v", err)
 	}
 }
