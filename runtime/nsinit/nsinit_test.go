@@ -654,6 +654,8 @@ func TestSpecRejected(t *testing.T) {
 		"relative args[0]":  func(s *nsinit.Spec) { s.Args[0] = "probe" },
 		"no args":           func(s *nsinit.Spec) { s.Args = nil },
 		"bind without flag": func(s *nsinit.Spec) { s.Mounts[0].FSType = "" },
+		"bind with a type":  func(s *nsinit.Spec) { s.Mounts[0].Flags |= unix.MS_BIND },
+		"host root":         func(s *nsinit.Spec) { s.Root = "/" },
 		"device elsewhere":  func(s *nsinit.Spec) { s.Devices = append(s.Devices, "/etc/passwd") },
 		"too large":         func(s *nsinit.Spec) { s.Env = append(s.Env, "BIG="+strings.Repeat("x", 1<<20)) },
 		"too many":          func(s *nsinit.Spec) { s.Env = slices.Repeat([]string{"A=b"}, 5000) },
