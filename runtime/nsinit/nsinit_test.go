@@ -17,6 +17,9 @@ import (
 	"testing"
 	"time"
 
+	// kptr links libcontainer's nsenter constructor too: the tests run with
+	// both, each acting only in its own init.
+	_ "github.com/opencontainers/runc/libcontainer/nsenter"
 	"golang.org/x/sys/unix"
 
 	"github.com/kptr-dev/kptr/runtime/nsinit"
