@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -726,5 +727,45 @@ func TestOverlay(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(lower, "data/new")); !os.IsNotExist(err) {
 		t.Errorf("written into the image: %v", err)
+	}
+}
+
+// TestParserBounds: the init's parser refuses every malformed spec with
+// one error naming it, before it mounts anything (nsinit.c trusts no length
+// or count even though kptr sends them).
+func TestParserBounds(t *testing.T) {
+	root := newRoot(t)
+	s := spec(root, "container")
+	good, err := nsinit.Encode(s)
+	must(t, err)
+	le := binary.NativeEndian
+	rootAt := 8 + 8 + 4 // magic, length; cloneflags, options: root's length
+	mountsAt := rootAt + 4 + len(root) + 1
+	srcAt := mountsAt + 4
+	targetAt := srcAt + 4 + len(s.Mounts[0].Source) + 1
+	for name, c := range map[string]struct {
+		mod  func(b []byte) []byte
+		want string
+	}{
+		"bad magic":          {func(b []byte) []byte { b[0] ^= 0xff; return b }, "spec magic"},
+		"longer than 1 MiB":  {func(b []byte) []byte { le.PutUint32(b[4:], 1<<20+1); return b }, "spec too large"},
+		"trailing bytes":     {func(b []byte) []byte { le.PutUint32(b[4:], uint32(len(b)-8+1)); return append(b, 0) }, "spec trailing bytes"},
+		"truncated":          {func(b []byte) []byte { le.PutUint32(b[4:], uint32(len(b)-8-1)); return b[:len(b)-1] }, "spec truncated"},
+		"string past end":    {func(b []byte) []byte { le.PutUint32(b[rootAt:], 0x7fffffff); return b }, "spec string beyond the end"},
+		"NUL in a string":    {func(b []byte) []byte { b[rootAt+4+2] = 0; return b }, "spec string with a NUL or unterminated"},
+		"unterminated":       {func(b []byte) []byte { b[rootAt+4+len(root)] = 'x'; return b }, "spec string with a NUL or unterminated"},
+		"huge mount count":   {func(b []byte) []byte { le.PutUint32(b[mountsAt:], 0xffffffff); return b }, "spec mount count"},
+		"relative target":    {func(b []byte) []byte { b[targetAt+4] = 'x'; return b }, "spec mount target not absolute"},
+		"count past the end": {func(b []byte) []byte { le.PutUint32(b[mountsAt:], 4000); return b }, "spec mount count"},
+	} {
+		p, err := nsinit.Start(s, exe, nil, nil, nil)
+		must(t, err)
+		p.ReplaceSpec(c.mod(slices.Clone(good)))
+		err = p.Setup(context.Background())
+		var e *nsinit.Error
+		if !errors.As(err, &e) || e.Op != c.want || e.Errno != unix.EINVAL {
+			t.Errorf("%s: %v, want %s: invalid argument", name, err, c.want)
+		}
+		p.Wait()
 	}
 }
