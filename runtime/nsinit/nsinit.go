@@ -185,8 +185,8 @@ func (e *Error) Unwrap() error {
 // /proc/self/fd/N or a path) with the spec's namespaces, ID mappings, a
 // SIGKILL parent-death signal and a pidfd, and stdin, stdout and stderr as
 // its fds 0-2 (nil: /dev/null). The init has made no mount yet when Start
-// returns. Container root (uid and gid 0) must be mapped: the init starts
-// as it. A spec that cannot be encoded (see encode) is an error before
+// returns. With CLONE_NEWUSER, container root (uid and gid 0) must be
+// mapped: the init starts as it. A spec that cannot be encoded (see encode) is an error before
 // anything is started.
 func Start(spec *Spec, exe string, stdin, stdout, stderr *os.File) (*Proc, error) {
 	body, err := encode(spec)
@@ -220,24 +220,26 @@ func Start(spec *Spec, exe string, stdin, stdout, stderr *os.File) (*Proc, error
 		}
 	}
 	pidfd := -1
+	attr := &syscall.SysProcAttr{
+		// The cgroup namespace is the init's to unshare, once the caller
+		// has joined it to its cgroups.
+		Cloneflags:                 spec.Cloneflags &^ unix.CLONE_NEWCGROUP,
+		UidMappings:                spec.UIDMappings,
+		GidMappings:                spec.GIDMappings,
+		GidMappingsEnableSetgroups: spec.Setgroups,
+		Pdeathsig:                  syscall.SIGKILL,
+		PidFD:                      &pidfd,
+	}
+	if spec.Cloneflags&unix.CLONE_NEWUSER != 0 {
+		// The clone keeps kptr's host uid, unmapped when kptr is root
+		// (container ids map to an unprivileged range): become container
+		// root, or the init would hold no capability in its namespaces.
+		attr.Credential = &syscall.Credential{Uid: 0, Gid: 0, NoSetGroups: !spec.Setgroups}
+	}
 	proc, err := os.StartProcess(exe, []string{"kptr-nsinit", InitArg}, &os.ProcAttr{
 		Env:   []string{syncEnv},
 		Files: files,
-		Sys: &syscall.SysProcAttr{
-			// The cgroup namespace is the init's to unshare, once the
-			// caller has joined it to its cgroups.
-			Cloneflags:                 spec.Cloneflags &^ unix.CLONE_NEWCGROUP,
-			UidMappings:                spec.UIDMappings,
-			GidMappings:                spec.GIDMappings,
-			GidMappingsEnableSetgroups: spec.Setgroups,
-			// The clone keeps kptr's host uid, unmapped when kptr is
-			// root (container ids map to an unprivileged range): become
-			// container root, or the init would hold no capability in its
-			// namespaces.
-			Credential: &syscall.Credential{Uid: 0, Gid: 0, NoSetGroups: !spec.Setgroups},
-			Pdeathsig:  syscall.SIGKILL,
-			PidFD:      &pidfd,
-		},
+		Sys:   attr,
 	})
 	if err != nil {
 		parent.Close()
