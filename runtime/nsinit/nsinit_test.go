@@ -387,6 +387,16 @@ func TestCreate(t *testing.T) {
 		t.Fatalf("missing target: %v", err)
 	}
 
+	// A long target: the init's message is cut to its bound, still one line.
+	s = spec(root, "container")
+	long := "/" + strings.Repeat("a/", 600) + "x"
+	s.Mounts = append(s.Mounts, nsinit.Mount{Source: "tmpfs", Target: long, FSType: "tmpfs"})
+	_, err = run(t, s, "")
+	var e *nsinit.Error
+	if !errors.As(err, &e) || !strings.HasPrefix(e.Op, "mount target /a/a/") || len(e.Op) != 1024 || e.Errno != unix.ENOENT {
+		t.Fatalf("long missing target: %v", err)
+	}
+
 	s = spec(root, "container")
 	s.Mounts = append(s.Mounts, nsinit.Mount{Source: "tmpfs", Target: "/missing", FSType: "tmpfs", Create: true})
 	_, err = run(t, s, "")
