@@ -36,7 +36,7 @@ test-unit: $(TESTSUM) ## all Go tests as the current user; the runtime suite aga
 	@set -o pipefail; $(GO) test -json -count=1 -timeout 25m ./... | $(TESTSUM) -suite "unit tests as $$(id -un)"
 	@set -o pipefail; KPTR_LAUNCHER=libcontainer $(GO) test -json -count=1 ./runtime | $(TESTSUM) -suite "runtime suite, libcontainer launcher, as $$(id -un)"
 
-# The sandbox suites (runtime/ and kptr's doctor/refusal tests) compiled once,
+# The sandbox suites (runtime/, runtime/nsinit and kptr's doctor/refusal tests) compiled once,
 # then run as the sidecar runs: uid 999, no capabilities, no_new_privs, its own
 # HOME and TMPDIR, fixture binaries prebuilt (uid 999 has no Go toolchain cache).
 UNPRIV_UID ?= 999
@@ -47,6 +47,7 @@ define run-unpriv
 	for f in hostile cat escape-report; do CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o "$$d/bin/$$f" ./test/fixtures/$$f; done; \
 	$(GO) test -c $(1) -o "$$d/runtime.test" ./runtime; \
 	$(GO) test -c $(1) -o "$$d/kptr.test" ./cmd/kptr; \
+	$(GO) test -c $(1) -o "$$d/nsinit.test" ./runtime/nsinit; \
 	chmod -R a+rX "$$d"; \
 	if [ "$$(id -u)" = 0 ]; then \
 	  chown $(UNPRIV_UID):$(UNPRIV_UID) "$$d/home" "$$d/tmp"; \
@@ -57,7 +58,8 @@ define run-unpriv
 	echo "== runtime suite $$who"; \
 	$$e $$as ./runtime.test -test.v=test2json -test.count=1 -test.timeout=10m 2>&1 | $(GO) tool test2json -t -p runtime | $(TESTSUM) -suite "runtime suite $$who"; \
 	$$e KPTR_LAUNCHER=libcontainer $$as ./runtime.test -test.v=test2json -test.count=1 -test.timeout=10m 2>&1 | $(GO) tool test2json -t -p runtime | $(TESTSUM) -suite "runtime suite, libcontainer launcher, $$who"; \
-	$$e $$as ./kptr.test -test.v=test2json -test.count=1 -test.run '$(SANDBOX_CMD_TESTS)' 2>&1 | $(GO) tool test2json -t -p cmd/kptr | $(TESTSUM) -suite "cmd/kptr sandbox tests $$who"
+	$$e $$as ./kptr.test -test.v=test2json -test.count=1 -test.run '$(SANDBOX_CMD_TESTS)' 2>&1 | $(GO) tool test2json -t -p cmd/kptr | $(TESTSUM) -suite "cmd/kptr sandbox tests $$who"; \
+	$$e $$as ./nsinit.test -test.v=test2json -test.count=1 -test.timeout=5m 2>&1 | $(GO) tool test2json -t -p runtime/nsinit | $(TESTSUM) -suite "runtime/nsinit suite $$who"
 endef
 
 test-unpriv: $(TESTSUM) ## the sandbox suite again as uid 999 with no capabilities and no_new_privs

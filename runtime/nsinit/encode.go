@@ -49,6 +49,11 @@ func encode(s *Spec) ([]byte, error) {
 	}
 	e.u64(uint64(s.Cloneflags))
 	e.u32(opts)
+	if path.Clean(s.Root) == "/" {
+		// The init mounts through the host's /proc/self/fd until the
+		// pivot: the host's own root must never be the one it mounts in.
+		e.fail("root", "the host's / cannot be a container's root")
+	}
 	e.abs("root", s.Root)
 	e.count("mounts", len(s.Mounts), maxCount)
 	for i, m := range s.Mounts {
@@ -59,6 +64,11 @@ func encode(s *Spec) ([]byte, error) {
 			}
 			e.abs(what+" source", m.Source)
 		} else {
+			if m.Flags&unix.MS_BIND != 0 {
+				// A bind gets no file system type: its flags are then
+				// applied the way a bind needs (see Mount.Flags).
+				e.fail(what, "MS_BIND with a file system type")
+			}
 			e.str(what+" source", m.Source)
 		}
 		e.inside(what+" target", m.Target)

@@ -102,8 +102,8 @@ static void report(char status, int err, const char *step, const char *target)
 	int32_t e = err;
 	uint16_t len;
 
-	if (sl > NSINIT_MSG_MAX)
-		sl = NSINIT_MSG_MAX;
+	if (sl > NSINIT_MSG_MAX / 2)
+		sl = NSINIT_MSG_MAX / 2; // so that the target's bound below stays positive
 	if (tl > NSINIT_MSG_MAX - sl - 1)
 		tl = NSINIT_MSG_MAX - sl - 1;
 	len = sl + (target ? 1 + tl : 0);

@@ -24,6 +24,21 @@
 // Importing the package links the constructor; it acts only in a process
 // started by Start (argv[1] == InitArg and the sync descriptor named in
 // the environment), and returns at once in any other.
+//
+// What the init guarantees, whatever the image holds: every path inside the
+// new root (mount targets, devices, masked and read-only paths) is resolved
+// beneath the root with openat2 without following any symbolic link, so a
+// link in the image is an error (ELOOP), never a mount on a host path;
+// Create makes mount points only in a file system the init mounted itself;
+// the function gets fds 0-2 and nothing else of the init, no capability in
+// any set (also as container root, across execve), no supplementary group
+// where setgroups is allowed, no_new_privs, and the spec's seccomp program.
+// The spec travels as a compact binary message (encode) that the C parser
+// reads with a bound on its size (1 MiB), on every count and on every
+// string. Each failure is one *Error naming the step, its target and the
+// errno; the init then exits. The init dies with the thread that forked it
+// (parent-death signal, re-armed after the credential change) and when the
+// sync socket is closed before it is released.
 package nsinit
 
 // #include "nsinit.h"
@@ -138,10 +153,11 @@ type Proc struct {
 	sync  *os.File
 	pidfd int
 
-	spec   []byte // the encoded spec, until Setup sends it
-	ready  bool   // Setup succeeded
-	mu     sync.Mutex
-	killed bool
+	spec     []byte // the encoded spec, until Setup sends it
+	ready    bool   // Setup succeeded
+	released bool   // Release succeeded: the function runs
+	mu       sync.Mutex
+	killed   bool
 }
 
 // Error is a failure the init reported: the step and its target ("mount
@@ -169,8 +185,8 @@ func (e *Error) Unwrap() error {
 // /proc/self/fd/N or a path) with the spec's namespaces, ID mappings, a
 // SIGKILL parent-death signal and a pidfd, and stdin, stdout and stderr as
 // its fds 0-2 (nil: /dev/null). The init has made no mount yet when Start
-// returns. Container root (uid and gid 0) must be mapped: the init starts
-// as it. A spec that cannot be encoded (see encode) is an error before
+// returns. With CLONE_NEWUSER, container root (uid and gid 0) must be
+// mapped: the init starts as it. A spec that cannot be encoded (see encode) is an error before
 // anything is started.
 func Start(spec *Spec, exe string, stdin, stdout, stderr *os.File) (*Proc, error) {
 	body, err := encode(spec)
@@ -204,24 +220,26 @@ func Start(spec *Spec, exe string, stdin, stdout, stderr *os.File) (*Proc, error
 		}
 	}
 	pidfd := -1
+	attr := &syscall.SysProcAttr{
+		// The cgroup namespace is the init's to unshare, once the caller
+		// has joined it to its cgroups.
+		Cloneflags:                 spec.Cloneflags &^ unix.CLONE_NEWCGROUP,
+		UidMappings:                spec.UIDMappings,
+		GidMappings:                spec.GIDMappings,
+		GidMappingsEnableSetgroups: spec.Setgroups,
+		Pdeathsig:                  syscall.SIGKILL,
+		PidFD:                      &pidfd,
+	}
+	if spec.Cloneflags&unix.CLONE_NEWUSER != 0 {
+		// The clone keeps kptr's host uid, unmapped when kptr is root
+		// (container ids map to an unprivileged range): become container
+		// root, or the init would hold no capability in its namespaces.
+		attr.Credential = &syscall.Credential{Uid: 0, Gid: 0, NoSetGroups: !spec.Setgroups}
+	}
 	proc, err := os.StartProcess(exe, []string{"kptr-nsinit", InitArg}, &os.ProcAttr{
 		Env:   []string{syncEnv},
 		Files: files,
-		Sys: &syscall.SysProcAttr{
-			// The cgroup namespace is the init's to unshare, once the
-			// caller has joined it to its cgroups.
-			Cloneflags:                 spec.Cloneflags &^ unix.CLONE_NEWCGROUP,
-			UidMappings:                spec.UIDMappings,
-			GidMappings:                spec.GIDMappings,
-			GidMappingsEnableSetgroups: spec.Setgroups,
-			// The clone keeps kptr's host uid, unmapped when kptr is
-			// root (container ids map to an unprivileged range): become
-			// container root, or the init would hold no capability in its
-			// namespaces.
-			Credential: &syscall.Credential{Uid: 0, Gid: 0, NoSetGroups: !spec.Setgroups},
-			Pdeathsig:  syscall.SIGKILL,
-			PidFD:      &pidfd,
-		},
+		Sys:   attr,
 	})
 	if err != nil {
 		parent.Close()
@@ -261,7 +279,11 @@ func (p *Proc) Release(ctx context.Context) error {
 		return errors.New("nsinit: release: the init is not set up")
 	}
 	p.ready = false
-	return p.exchange(ctx, []byte{'G'}, false)
+	if err := p.exchange(ctx, []byte{'G'}, false); err != nil {
+		return err
+	}
+	p.released = true
+	return nil
 }
 
 // exchange writes msg and reads the init's reply: READY when setup is set,
@@ -340,8 +362,12 @@ func (p *Proc) Kill() error {
 }
 
 // Wait reaps the init (after Release, the function) and closes the pidfd
-// and the sync socket.
+// and the sync socket. An init never released is ended first: closing the
+// socket is its EOF, and it exits.
 func (p *Proc) Wait() (*os.ProcessState, error) {
+	if !p.released {
+		p.sync.Close()
+	}
 	st, err := p.cmd.Wait()
 	p.mu.Lock()
 	if p.pidfd >= 0 {

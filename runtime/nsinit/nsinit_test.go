@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,9 @@ import (
 	"testing"
 	"time"
 
+	// kptr links libcontainer's nsenter constructor too: the tests run with
+	// both, each acting only in its own init.
+	_ "github.com/opencontainers/runc/libcontainer/nsenter"
 	"golang.org/x/sys/unix"
 
 	"github.com/kptr-dev/kptr/runtime/nsinit"
@@ -383,6 +387,16 @@ func TestCreate(t *testing.T) {
 		t.Fatalf("missing target: %v", err)
 	}
 
+	// A long target: the init's message is cut to its bound, still one line.
+	s = spec(root, "container")
+	long := "/" + strings.Repeat("a/", 600) + "x"
+	s.Mounts = append(s.Mounts, nsinit.Mount{Source: "tmpfs", Target: long, FSType: "tmpfs"})
+	_, err = run(t, s, "")
+	var e *nsinit.Error
+	if !errors.As(err, &e) || !strings.HasPrefix(e.Op, "mount target /a/a/") || len(e.Op) != 1024 || e.Errno != unix.ENOENT {
+		t.Fatalf("long missing target: %v", err)
+	}
+
 	s = spec(root, "container")
 	s.Mounts = append(s.Mounts, nsinit.Mount{Source: "tmpfs", Target: "/missing", FSType: "tmpfs", Create: true})
 	_, err = run(t, s, "")
@@ -430,8 +444,19 @@ func TestBindMounts(t *testing.T) {
 	s.Mounts = append(s.Mounts, nsinit.Mount{Source: host, Target: "/work",
 		Flags: unix.MS_BIND | unix.MS_REC | unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV})
 	s.MaskPaths, s.ReadonlyPaths = nil, nil // the host's /proc: nothing to mask in a test
+	// A bind from inside a mount the init made before (the way the
+	// runtime binds an overlay's directories): /tmp's tmpfs with a tmpfs
+	// below it, bound recursively read-only: the submount is read-only too.
+	s.Mounts = append(s.Mounts,
+		nsinit.Mount{Source: "tmpfs", Target: "/tmp/sub", FSType: "tmpfs", Create: true},
+		nsinit.Mount{Source: filepath.Join(root, "tmp"), Target: "/etc", Flags: unix.MS_BIND | unix.MS_REC | unix.MS_RDONLY})
 	res, err := run(t, s, "")
 	must(t, err)
+	for p, want := range map[string]string{"/etc": "tmpfs ro,", "/etc/sub": "tmpfs ro,", "/tmp": "tmpfs rw,", "/tmp/sub": "tmpfs rw,"} {
+		if got := res.facts["mount "+p]; !strings.HasPrefix(got, want) {
+			t.Errorf("mount %s: %q, want %q…", p, got, want)
+		}
+	}
 	if got := res.facts["mount /work"]; !strings.Contains(got, " ro,nosuid,nodev") {
 		t.Errorf("mount /work: %q, want ro,nosuid,nodev", got)
 	}
@@ -643,6 +668,8 @@ func TestSpecRejected(t *testing.T) {
 		"relative args[0]":  func(s *nsinit.Spec) { s.Args[0] = "probe" },
 		"no args":           func(s *nsinit.Spec) { s.Args = nil },
 		"bind without flag": func(s *nsinit.Spec) { s.Mounts[0].FSType = "" },
+		"bind with a type":  func(s *nsinit.Spec) { s.Mounts[0].Flags |= unix.MS_BIND },
+		"host root":         func(s *nsinit.Spec) { s.Root = "/" },
 		"device elsewhere":  func(s *nsinit.Spec) { s.Devices = append(s.Devices, "/etc/passwd") },
 		"too large":         func(s *nsinit.Spec) { s.Env = append(s.Env, "BIG="+strings.Repeat("x", 1<<20)) },
 		"too many":          func(s *nsinit.Spec) { s.Env = slices.Repeat([]string{"A=b"}, 5000) },
@@ -657,5 +684,98 @@ func TestSpecRejected(t *testing.T) {
 		} else if !strings.HasPrefix(err.Error(), "nsinit: spec: ") {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+// TestWaitUnreleased: Wait on an init that was set up but never released
+// ends it (the closed socket is its EOF) rather than waiting forever.
+func TestWaitUnreleased(t *testing.T) {
+	p, err := nsinit.Start(spec(newRoot(t), "container"), exe, nil, nil, nil)
+	must(t, err)
+	must(t, p.Setup(context.Background()))
+	st, err := p.Wait()
+	must(t, err)
+	if st.Success() || st.ExitCode() != 1 {
+		t.Errorf("init: %v, want exit 1", st)
+	}
+}
+
+// TestOverlay: the runtime's writable view of an image: an overlay on /tmp
+// (hidden later by the /tmp tmpfs) whose directory is bound where it
+// belongs; what the function writes lands in the upper layer, never in the
+// image.
+func TestOverlay(t *testing.T) {
+	root := newRoot(t)
+	rw, err := os.MkdirTemp(testTmp, "rw-")
+	must(t, err)
+	must(t, os.Chmod(rw, 0o755))
+	lower := filepath.Join(rw, "lower")
+	for _, d := range []string{"lower/data", "u", "w"} {
+		must(t, os.MkdirAll(filepath.Join(rw, d), 0o755))
+	}
+	must(t, os.WriteFile(filepath.Join(lower, "data/old"), []byte("image"), 0o644))
+	if os.Geteuid() == 0 {
+		// The upper layer, and the image's directory written to, belong to
+		// container root (host rootHostIDBase).
+		for _, d := range []string{"u", "w", "lower/data"} {
+			must(t, os.Chown(filepath.Join(rw, d), rootHostIDBase, rootHostIDBase))
+		}
+	}
+	s := spec(root, "write", "/work/new")
+	s.Mounts = append([]nsinit.Mount{
+		{Source: "overlay", Target: "/tmp", FSType: "overlay", Flags: unix.MS_NOSUID | unix.MS_NODEV,
+			Data: "lowerdir=" + lower + ",upperdir=" + rw + "/u,workdir=" + rw + "/w,userxattr,volatile"},
+		{Source: filepath.Join(root, "tmp", "data"), Target: "/work", Flags: unix.MS_BIND | unix.MS_REC},
+	}, s.Mounts...)
+	res, err := run(t, s, "")
+	must(t, err)
+	if res.facts["/work/new"] != "written" {
+		t.Fatalf("write: %q", res.out)
+	}
+	if b, err := os.ReadFile(filepath.Join(rw, "u/data/new")); err != nil || string(b) != "x" {
+		t.Errorf("upper layer: %q %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(lower, "data/new")); !os.IsNotExist(err) {
+		t.Errorf("written into the image: %v", err)
+	}
+}
+
+// TestParserBounds: the init's parser refuses every malformed spec with
+// one error naming it, before it mounts anything (nsinit.c trusts no length
+// or count even though kptr sends them).
+func TestParserBounds(t *testing.T) {
+	root := newRoot(t)
+	s := spec(root, "container")
+	good, err := nsinit.Encode(s)
+	must(t, err)
+	le := binary.NativeEndian
+	rootAt := 8 + 8 + 4 // magic, length; cloneflags, options: root's length
+	mountsAt := rootAt + 4 + len(root) + 1
+	srcAt := mountsAt + 4
+	targetAt := srcAt + 4 + len(s.Mounts[0].Source) + 1
+	for name, c := range map[string]struct {
+		mod  func(b []byte) []byte
+		want string
+	}{
+		"bad magic":          {func(b []byte) []byte { b[0] ^= 0xff; return b }, "spec magic"},
+		"longer than 1 MiB":  {func(b []byte) []byte { le.PutUint32(b[4:], 1<<20+1); return b }, "spec too large"},
+		"trailing bytes":     {func(b []byte) []byte { le.PutUint32(b[4:], uint32(len(b)-8+1)); return append(b, 0) }, "spec trailing bytes"},
+		"truncated":          {func(b []byte) []byte { le.PutUint32(b[4:], uint32(len(b)-8-1)); return b[:len(b)-1] }, "spec truncated"},
+		"string past end":    {func(b []byte) []byte { le.PutUint32(b[rootAt:], 0x7fffffff); return b }, "spec string beyond the end"},
+		"NUL in a string":    {func(b []byte) []byte { b[rootAt+4+2] = 0; return b }, "spec string with a NUL or unterminated"},
+		"unterminated":       {func(b []byte) []byte { b[rootAt+4+len(root)] = 'x'; return b }, "spec string with a NUL or unterminated"},
+		"huge mount count":   {func(b []byte) []byte { le.PutUint32(b[mountsAt:], 0xffffffff); return b }, "spec mount count"},
+		"relative target":    {func(b []byte) []byte { b[targetAt+4] = 'x'; return b }, "spec mount target not absolute"},
+		"count past the end": {func(b []byte) []byte { le.PutUint32(b[mountsAt:], 4000); return b }, "spec mount count"},
+	} {
+		p, err := nsinit.Start(s, exe, nil, nil, nil)
+		must(t, err)
+		p.ReplaceSpec(c.mod(slices.Clone(good)))
+		err = p.Setup(context.Background())
+		var e *nsinit.Error
+		if !errors.As(err, &e) || e.Op != c.want || e.Errno != unix.EINVAL {
+			t.Errorf("%s: %v, want %s: invalid argument", name, err, c.want)
+		}
+		p.Wait()
 	}
 }
