@@ -24,7 +24,7 @@ const (
 // encode is the spec as nsinit.c's parser reads it: u32 magic, u32 length
 // of the body, then the body in host byte order:
 //
-//	u64 cloneflags, u32 options (NSINIT_OPT_*), str root,
+//	u64 cloneflags, u32 options (NSINIT_OPT_*), str root, strs tree targets,
 //	u32 n, n × {str source, str target, str fstype, u64 flags, str data, u32 create},
 //	strs devices, strs mask paths, strs read-only paths, str hostname,
 //	i32 oom_score_adj, u32 n, n × {i32 resource, u64 cur, u64 max},
@@ -55,6 +55,13 @@ func encode(s *Spec) ([]byte, error) {
 		e.fail("root", "the host's / cannot be a container's root")
 	}
 	e.abs("root", s.Root)
+	e.count("trees", len(s.Trees), C.NSINIT_MAX_TREES)
+	for _, t := range s.Trees {
+		if t.FD == nil {
+			e.fail("tree "+t.Target, "no descriptor")
+		}
+		e.abs("tree target", t.Target)
+	}
 	e.count("mounts", len(s.Mounts), maxCount)
 	for i, m := range s.Mounts {
 		what := fmt.Sprintf("mount %d", i)

@@ -3,6 +3,6 @@ package nsinit
 // Encode is encode, for the parser tests.
 var Encode = encode
 
-// ReplaceSpec makes Setup send b instead of the encoded spec: what a broken
-// or hostile sender would, to check that the init's parser holds.
-func (p *Proc) ReplaceSpec(b []byte) { p.spec = b }
+// StartRaw starts an init with body as its spec: what a broken or hostile
+// sender would send, to check that the init's parser holds.
+func StartRaw(s *Spec, body []byte, exe string) (*Proc, error) { return start(s, body, exe, nil, nil, nil) }

@@ -45,6 +45,13 @@
 #error "nsinit.c reads argv from its constructor's arguments, which glibc passes"
 #endif
 
+#ifndef MOVE_MOUNT_F_EMPTY_PATH
+#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
+#endif
+#ifndef MOVE_MOUNT_T_EMPTY_PATH
+#define MOVE_MOUNT_T_EMPTY_PATH 0x00000040
+#endif
+
 #ifndef AT_RECURSIVE
 #define AT_RECURSIVE 0x8000
 #endif
@@ -78,6 +85,8 @@ struct spec {
 	uint64_t cloneflags;
 	uint32_t opts;
 	const char *root;
+	uint32_t ntrees;
+	const char **trees; // targets of the detached trees at fds syncfd+1...
 	uint32_t nmounts, ndevices, nmasks, nreadonly, nrlimits, nargs, nenv, nfilter;
 	struct mnt *mounts;
 	const char **devices, **masks, **readonly;
@@ -242,6 +251,12 @@ static void parse(const char *buf, size_t len, struct spec *s)
 	s->cloneflags = u64(&c);
 	s->opts = u32(&c);
 	s->root = path(&c, "root not absolute");
+	s->trees = strs(&c, &s->ntrees, "tree count");
+	if (s->ntrees > NSINIT_MAX_TREES)
+		bad("tree count");
+	for (uint32_t i = 0; i < s->ntrees; i++)
+		if (s->trees[i][0] != '/')
+			bad("tree target not absolute");
 	s->nmounts = count(&c, 4 * 5 + 8 + 4, NSINIT_MAX_COUNT, "mount count");
 	s->mounts = alloc(s->nmounts, sizeof(*s->mounts));
 	for (uint32_t i = 0; i < s->nmounts; i++) {
@@ -614,6 +629,19 @@ static void filesystem(const struct spec *s)
 	// Nothing the init mounts may propagate back to the host's mounts.
 	if (mount("", "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		fail(errno, "mount private", "/");
+	// The detached trees the parent opened (sources this process's uids
+	// could not reach by path), each onto its empty directory: in this
+	// mount namespace only.
+	for (uint32_t i = 0; i < s->ntrees; i++) {
+		int tfd = open(s->trees[i], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (tfd < 0)
+			fail(errno, "tree target", s->trees[i]);
+		if (syscall(SYS_move_mount, syncfd + 1 + (int)i, "", tfd, "",
+			    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+			fail(errno, "attach tree", s->trees[i]);
+		close(tfd);
+		close(syncfd + 1 + i);
+	}
 	// The root becomes a mount point of its own (pivot_root needs one) and
 	// the descriptor every path inside it is resolved from.
 	if (mount(s->root, s->root, NULL, MS_BIND | MS_REC, NULL) < 0)
@@ -730,20 +758,65 @@ static void credentials(const struct spec *s)
 	}
 }
 
+// namespaces enters the spec's namespaces (but the cgroup namespace, which
+// the container's init unshares once the parent has joined it to its
+// cgroups) and forks the container's init; this process then exits. It is
+// the parent's plain child (a vfork and exec for the parent, whatever its
+// size: a clone with CLONE_NEWUSER would be a full fork of it):
+//   - the user namespace first, mapped by the parent, which alone may map
+//     more ids than its own; then container root in it (as root kptr's own
+//     uid is not mapped);
+//   - the others, then a clone: a new pid namespace takes effect from the
+//     next child, which is pid 1 there. CLONE_PARENT makes it the parent's
+//     child, the process the parent waits for and kills through a pidfd.
+static void namespaces(const struct spec *s)
+{
+	unsigned long rest = s->cloneflags & ~(unsigned long)(CLONE_NEWUSER | CLONE_NEWCGROUP);
+	char go;
+	long pid;
+
+	if (s->cloneflags & CLONE_NEWUSER) {
+		if (unshare(CLONE_NEWUSER) < 0)
+			fail(errno, "unshare", "user namespace");
+		report(NSINIT_MAP, 0, "", NULL);
+		readfull(&go, 1);
+		if (go != NSINIT_GO_MAPPED)
+			bad("expected the maps");
+		if (syscall(SYS_setresgid, 0, 0, 0) < 0)
+			fail(errno, "setresgid", "0");
+		if (syscall(SYS_setresuid, 0, 0, 0) < 0)
+			fail(errno, "setresuid", "0");
+		// The uid change made the process non-dumpable, which would leave
+		// its /proc files (oom_score_adj) to host root.
+		if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
+			fail(errno, "dumpable", NULL);
+	}
+	if (rest != 0 && unshare(rest) < 0)
+		fail(errno, "unshare", "namespaces");
+	pid = syscall(SYS_clone, CLONE_PARENT | SIGCHLD, 0, 0, 0, 0);
+	if (pid < 0)
+		fail(errno, "clone", NULL);
+	if (pid > 0) {
+		report(NSINIT_PID, (int)pid, "", NULL);
+		_exit(0);
+	}
+	// The container's init. Its parent-death signal is its own (a clone
+	// does not inherit one); if kptr died before this line, the socket's
+	// EOF ends it at the next read.
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		fail(errno, "pdeathsig", NULL);
+}
+
 static void init(void)
 {
 	struct spec s;
 	uint32_t hdr[2];
 	char *buf, go;
 
-	// Nothing but fds 0-2 and the sync socket may reach the function (the
-	// socket itself is closed by execve).
-	if (syscall(SYS_close_range, syncfd + 1, ~0U, 0) < 0 ||
-		(syncfd > 3 && syscall(SYS_close_range, 3, syncfd - 1, 0) < 0))
-		fail(errno, "close_range", NULL);
 	if (fcntl(syncfd, F_SETFD, FD_CLOEXEC) < 0)
 		fail(errno, "fcntl", NULL);
-
+	if (syncfd > 3 && syscall(SYS_close_range, 3, syncfd - 1, 0) < 0)
+		fail(errno, "close_range", NULL);
 	readfull(hdr, sizeof(hdr));
 	if (hdr[0] != NSINIT_MAGIC)
 		bad("magic");
@@ -755,9 +828,18 @@ static void init(void)
 	readfull(buf, hdr[1]);
 	memset(&s, 0, sizeof(s));
 	parse(buf, hdr[1], &s);
+	// Nothing but fds 0-2, the sync socket and the trees (attached and
+	// closed before the pivot) may reach the function; the socket is
+	// closed by execve.
+	if (syscall(SYS_close_range, syncfd + 1 + s.ntrees, ~0U, 0) < 0)
+		fail(errno, "close_range", NULL);
 
-	// Now, not at the clone: the caller has joined the init to its
-	// cgroups, which become the namespace's root.
+	namespaces(&s);
+	readfull(&go, 1);
+	if (go != NSINIT_GO_SETUP)
+		bad("expected the set-up");
+	// Now: the parent has joined the init to its cgroups, which become the
+	// namespace's root.
 	if ((s.cloneflags & CLONE_NEWCGROUP) && unshare(CLONE_NEWCGROUP) < 0)
 		fail(errno, "unshare", "cgroup");
 	filesystem(&s);

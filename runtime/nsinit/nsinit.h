@@ -18,12 +18,30 @@
 #define NSINIT_OPT_READONLY_ROOT 2
 #define NSINIT_OPT_LOOPBACK 4
 
-// A reply: one status byte, i32 errno, u16 length, that many bytes of text
-// ("STEP TARGET"), at most NSINIT_MSG_MAX. READY after set-up, ERR on any
-// failure (then the init exits). After the release byte, a successful
-// execve closes the socket: EOF.
+// At most this many detached mount trees (Spec.Trees), passed as the
+// descriptors right after the sync socket.
+#define NSINIT_MAX_TREES 8
+
+// The exchange, in order (the parent writes the spec as soon as the process
+// exists; one reply record at each step below):
+//   init: MAP (with a user namespace: it has unshared it, the parent writes
+//         its uid and gid maps) ← parent: NSINIT_GO_MAPPED
+//   init: PID (the container's init, pid 1 of the new pid namespace and a
+//         child of the parent, was cloned; the errno field holds its pid;
+//         the process the parent started exits)
+//   parent → init: NSINIT_GO_SETUP (it joined the init to its cgroups)
+//   init: READY (set up, waiting)  ← parent: NSINIT_GO_EXEC
+//   EOF: execve succeeded (the socket is close-on-exec).
+// A reply: one status byte, i32 errno (PID: the pid), u16 length, that many
+// bytes of text ("STEP TARGET"), at most NSINIT_MSG_MAX. ERR on any failure
+// (then the init exits).
+#define NSINIT_MAP 'U'
+#define NSINIT_PID 'P'
 #define NSINIT_READY 'R'
 #define NSINIT_ERR 'E'
 #define NSINIT_MSG_MAX 1024
+#define NSINIT_GO_MAPPED 'M'
+#define NSINIT_GO_SETUP 'S'
+#define NSINIT_GO_EXEC 'G'
 
 #endif

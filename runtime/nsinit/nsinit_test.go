@@ -687,16 +687,29 @@ func TestSpecRejected(t *testing.T) {
 	}
 }
 
-// TestWaitUnreleased: Wait on an init that was set up but never released
-// ends it (the closed socket is its EOF) rather than waiting forever.
-func TestWaitUnreleased(t *testing.T) {
+// TestWaitFromTheStart: Wait may wait from another goroutine as soon as
+// the init exists, as the runtime's reaper does for a prepared sandbox: it
+// does not end the init, Setup and Release still work and Wait returns the
+// function's status; an init that is not to be released ends with Kill.
+func TestWaitFromTheStart(t *testing.T) {
 	p, err := nsinit.Start(spec(newRoot(t), "container"), exe, nil, nil, nil)
 	must(t, err)
+	done := make(chan *os.ProcessState, 1)
+	go func() { st, _ := p.Wait(); done <- st }()
 	must(t, p.Setup(context.Background()))
+	must(t, p.Release(context.Background()))
+	if st := <-done; st == nil || !st.Success() {
+		t.Errorf("function: %v, want success", st)
+	}
+
+	p, err = nsinit.Start(spec(newRoot(t), "container"), exe, nil, nil, nil)
+	must(t, err)
+	must(t, p.Setup(context.Background()))
+	must(t, p.Kill())
 	st, err := p.Wait()
 	must(t, err)
-	if st.Success() || st.ExitCode() != 1 {
-		t.Errorf("init: %v, want exit 1", st)
+	if ws, ok := st.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Errorf("killed unreleased init: %v", st)
 	}
 }
 
@@ -750,7 +763,7 @@ func TestParserBounds(t *testing.T) {
 	must(t, err)
 	le := binary.NativeEndian
 	rootAt := 8 + 8 + 4 // magic, length; cloneflags, options: root's length
-	mountsAt := rootAt + 4 + len(root) + 1
+	mountsAt := rootAt + 4 + len(root) + 1 + 4 // after the (empty) trees
 	srcAt := mountsAt + 4
 	targetAt := srcAt + 4 + len(s.Mounts[0].Source) + 1
 	for name, c := range map[string]struct {
@@ -768,14 +781,14 @@ func TestParserBounds(t *testing.T) {
 		"relative target":    {func(b []byte) []byte { b[targetAt+4] = 'x'; return b }, "spec mount target not absolute"},
 		"count past the end": {func(b []byte) []byte { le.PutUint32(b[mountsAt:], 4000); return b }, "spec mount count"},
 	} {
-		p, err := nsinit.Start(s, exe, nil, nil, nil)
-		must(t, err)
-		p.ReplaceSpec(c.mod(slices.Clone(good)))
-		err = p.Setup(context.Background())
+		p, err := nsinit.StartRaw(s, c.mod(slices.Clone(good)), exe)
 		var e *nsinit.Error
 		if !errors.As(err, &e) || e.Op != c.want || e.Errno != unix.EINVAL {
 			t.Errorf("%s: %v, want %s: invalid argument", name, err, c.want)
 		}
-		p.Wait()
+		if p != nil {
+			p.Kill()
+			p.Wait()
+		}
 	}
 }
