@@ -179,8 +179,8 @@ type Proc struct {
 
 	setupDone bool // Setup was called
 	ready     bool // Setup succeeded
-	mu       sync.Mutex
-	killed   bool
+	mu        sync.Mutex
+	killed    bool
 }
 
 // Error is a failure the init reported: the step and its target ("mount

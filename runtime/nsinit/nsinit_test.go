@@ -762,7 +762,7 @@ func TestParserBounds(t *testing.T) {
 	good, err := nsinit.Encode(s)
 	must(t, err)
 	le := binary.NativeEndian
-	rootAt := 8 + 8 + 4 // magic, length; cloneflags, options: root's length
+	rootAt := 8 + 8 + 4                        // magic, length; cloneflags, options: root's length
 	mountsAt := rootAt + 4 + len(root) + 1 + 4 // after the (empty) trees
 	srcAt := mountsAt + 4
 	targetAt := srcAt + 4 + len(s.Mounts[0].Source) + 1
