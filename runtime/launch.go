@@ -34,9 +34,10 @@ import (
 //     third of a libcontainer one (BENCHMARKS.md).
 //   - libcontainer: runc's libcontainer, whose container init is a Go start
 //     of kptr plus libcontainer's Go init. It is used where nsinit cannot
-//     give the same sandbox: as root when a bind source or the overlay's
-//     lower layer is out of reach of the unprivileged uids a run maps
-//     (libcontainer opens sources from kptr's side), a mount target below a
+//     give the same sandbox: as root with invocation mounts (their sources
+//     may be out of reach of the unprivileged uids a run maps;
+//     libcontainer opens sources from kptr's side), or with an image out of
+//     their reach that cannot be staged (mayStage), a mount target below a
 //     symbolic link of the image (libcontainer resolves it inside the root;
 //     nsinit refuses every link), seccomp on an architecture without
 //     kptr's own filter, no sealed copy of kptr to start, or when
@@ -137,6 +138,7 @@ func (n *nsContainer) start(run bool) error {
 		n.p, err = nsinit.Start(n.spec, n.exe, n.sio.childIn, n.sio.childOut, n.sio.childErr)
 		return err
 	})
+	n.close() // the init has its own copy of the image's tree, if any
 	if err != nil {
 		return fmt.Errorf("start: %w", err)
 	}
@@ -188,20 +190,15 @@ func (n *nsContainer) wait() (*os.ProcessState, error) { return n.p.Wait() }
 func (n *nsContainer) kind() string                    { return LauncherNsinit }
 
 func (n *nsContainer) destroy() error {
+	n.close()
 	if n.cg == nil {
 		return nil
 	}
 	return n.cg.Destroy()
 }
 
-// newContainer makes the container of one run with the launcher the
-// Sandbox and the run allow (see the top of this file).
-func (s *Sandbox) newContainer(id string, spec runSpec, cfg *configs.Config, proc process, sio *stdio) (container, error) {
-	if n, why := s.nsinitContainer(spec, cfg, proc, sio); n != nil {
-		return n, nil
-	} else if why != "" {
-		s.log.Debug("sandbox: started by libcontainer", "id", id, "reason", why)
-	}
+// libcontainerContainer makes the run's libcontainer container.
+func (s *Sandbox) libcontainerContainer(id string, cfg *configs.Config, proc process, sio *stdio) (container, error) {
 	c, err := createContainer(s.stateDir, id, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("create sandbox: %w", err)
@@ -213,15 +210,29 @@ func (s *Sandbox) newContainer(id string, spec runSpec, cfg *configs.Config, pro
 	}}, nil
 }
 
-// nsinitContainer is the run's nsinit container, or nil and why not.
-func (s *Sandbox) nsinitContainer(spec runSpec, cfg *configs.Config, proc process, sio *stdio) (*nsContainer, string) {
+// mayStage says whether a run of the image at rootfs is planned with the
+// image staged for nsinit: as root, when the run's uids (other users) cannot
+// reach it by its path (a cache below /root). kptr then opens the image as a
+// detached mount tree (open_tree(2), which needs CAP_SYS_ADMIN where kptr
+// runs) and the init attaches it at an empty directory of the run-state
+// directory, which they can reach, in the run's mount namespace only; the
+// run is otherwise the same. libcontainer reaches such sources from kptr's
+// side instead (its mount-source descriptors).
+func (s *Sandbox) mayStage(feat Features, rootfs string) bool {
+	return feat.Root && s.launcher != LauncherLibcontainer && !worldTraversable(rootfs)
+}
+
+// nsinitContainer is the run's nsinit container (its stdio still to be
+// set), or nil and why not. image is the cached rootfs; stage, where the
+// plan sees it when staged ("" otherwise).
+func (s *Sandbox) nsinitContainer(spec runSpec, cfg *configs.Config, proc process, image, stage string) (*nsContainer, string) {
 	if s.launcher == LauncherLibcontainer {
 		return nil, ""
 	}
 	if spec.Feat.Root {
 		// The init is an unprivileged host uid from the start: it must
 		// reach every path it mounts from by itself.
-		if !spec.Direct && !worldTraversable(spec.Image) {
+		if stage == "" && !worldTraversable(spec.Image) {
 			return nil, "the image's rootfs is not reachable by others (as root, its cache directory needs o+x on its path)"
 		}
 		if len(spec.Inv.Mounts) > 0 {
@@ -236,13 +247,28 @@ func (s *Sandbox) nsinitContainer(spec runSpec, cfg *configs.Config, proc proces
 	if err != nil {
 		return nil, "no sealed copy of kptr: " + err.Error()
 	}
-	n := &nsContainer{spec: ns, exe: exe, sio: sio}
+	n := &nsContainer{spec: ns, exe: exe}
 	if spec.Feat.Cgroups && cfg.Cgroups != nil {
 		if n.cg, n.res, err = runCgroups(cfg.Cgroups); err != nil {
 			return nil, "cgroups: " + err.Error()
 		}
 	}
+	if stage != "" {
+		fd, err := unix.OpenTree(unix.AT_FDCWD, image, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+		if err != nil {
+			return nil, "the image is out of the run uids' reach and cannot be opened as a mount tree: " + err.Error()
+		}
+		ns.Trees = []nsinit.Tree{{FD: os.NewFile(uintptr(fd), "image-tree"), Target: stage}}
+	}
 	return n, ""
+}
+
+// close releases what a container not started holds (the image's tree).
+func (n *nsContainer) close() {
+	for _, t := range n.spec.Trees {
+		t.FD.Close()
+	}
+	n.spec.Trees = nil
 }
 
 // runCgroups is the cgroup manager of one nsinit run: on cgroup v1 only the
@@ -430,8 +456,13 @@ func LauncherSummary(cacheDir string) string {
 			d = filepath.Dir(d)
 		}
 		if u := untraversable(d); u != "" {
-			return fmt.Sprintf("libcontainer for images cached in %s: as root a run's uids are other users, and %s is not traversable by them "+
-				"(chmod o+x %s, or a --cache-dir / KPTR_CACHE_DIR whose whole path is, lets nsinit start those runs, at about a third of the cost)", cacheDir, u, u)
+			fd, err := unix.OpenTree(unix.AT_FDCWD, d, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+			if err == nil {
+				unix.Close(fd)
+				return fmt.Sprintf("nsinit (kptr's own C container init); %s is not traversable by a run's uids, so each run's image is attached from a mount tree kptr opens", u)
+			}
+			return fmt.Sprintf("libcontainer for images cached in %s: as root a run's uids are other users, %s is not traversable by them, and kptr cannot open mount trees here (%v) "+
+				"(chmod o+x %s, or a --cache-dir / KPTR_CACHE_DIR whose whole path is, lets nsinit start those runs, at about a third of the cost)", cacheDir, u, err, u)
 		}
 	}
 	return "nsinit (kptr's own C container init; libcontainer only for a run nsinit cannot start)"

@@ -78,3 +78,42 @@ func TestLauncherHomeBelowImageLink(t *testing.T) {
 		t.Fatalf("got %q", res.Stdout)
 	}
 }
+
+// As root, an image below a directory the run's uids cannot traverse (a
+// cache in /root): nsinit attaches it into the run's mount namespace from a
+// mount tree kptr opened, both ways the root is built; the run sees the
+// image, the host sees no mount and the image is unchanged.
+func TestLauncherStagedImage(t *testing.T) {
+	if !canMapRange() {
+		t.Skip("as root only: unprivileged, a run's uid is kptr's own")
+	}
+	private := filepath.Join(testTmp, "private")
+	must(t, os.MkdirAll(private, 0o700))
+	must(t, os.Chmod(private, 0o700))
+	for name, src := range map[string]string{"bound": testRootfs(t), "direct": directRootfs(t)} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(private, name)
+			if out, err := exec.Command("cp", "-a", src, dir).CombinedOutput(); err != nil {
+				t.Fatalf("cp: %v %s", err, out)
+			}
+			before := snapshot(t, dir)
+			b := bundle(t, "read", "/etc/hostname")
+			b.Rootfs = dir
+			if got := launcherOf(t, sandbox(t), b, Invocation{}); got != defaultLauncher() {
+				t.Errorf("launcher %s, want %s", got, defaultLauncher())
+			}
+			_, f := runIn(t, dir, Invocation{}, "read", "/etc/hostname")
+			if f["/etc/hostname"] != "readable 6 bytes" {
+				t.Errorf("the image's /etc/hostname: %q", f["/etc/hostname"])
+			}
+			mi, err := os.ReadFile("/proc/self/mountinfo")
+			must(t, err)
+			if strings.Contains(string(mi), ".img ") {
+				t.Errorf("an image mount point is mounted on the host:\n%s", mi)
+			}
+			if after := snapshot(t, dir); after != before {
+				t.Error("the image changed")
+			}
+		})
+	}
+}

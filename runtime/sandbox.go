@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/opencontainers/runc/libcontainer/configs"
 	"github.com/sirupsen/logrus"
 
 	"github.com/kptr-dev/kptr/cache"
@@ -312,13 +313,14 @@ func (s *Sandbox) recheck(startErr error) (retry bool, err error) {
 // started is one sandbox being set up: its container, the init process and
 // the pipes the function will have as stdin, stdout and stderr.
 type started struct {
-	id   string
-	ct   container
-	sio  *stdio
-	proc process
-	root string  // the run's private root directory to remove ("" for a direct root)
-	rw   string  // the run's overlay upper and work directories to remove ("" without overlay)
-	reap *reaper // once the init has started
+	id    string
+	ct    container
+	sio   *stdio
+	proc  process
+	root  string  // the run's private root directory to remove ("" for a direct root)
+	stage string  // the image's mount point to remove ("" unless staged, launch.go)
+	rw    string  // the run's overlay upper and work directories to remove ("" without overlay)
+	reap  *reaper // once the init has started
 	// stateDir holds the run's entries; "" once they are removed.
 	stateDir string
 }
@@ -347,34 +349,71 @@ func (s *Sandbox) setup(b cache.Bundle, inv Invocation) (_ *started, err error) 
 		return nil, err
 	}
 	id := fmt.Sprintf("%s-%d", ownerName(), s.seq.Add(1))
-	spec := runSpec{
-		ID: id, Root: filepath.Join(s.stateDir, id+".root"), Image: b.Rootfs, Entries: entries,
-		Proc: proc, Inv: inv, Limits: s.limits, Feat: feat,
+	// plan is the run's spec and configuration; with stage, the image is
+	// seen at that path (launch.go: as root, an image out of the run
+	// uids' reach, attached there for nsinit).
+	plan := func(stage string) (runSpec, *configs.Config, error) {
+		spec := runSpec{
+			ID: id, Root: filepath.Join(s.stateDir, id+".root"), Image: b.Rootfs, Entries: entries,
+			Proc: proc, Inv: inv, Limits: s.limits, Feat: feat,
+		}
+		spec.HomeMount = homeMountable(b.Rootfs, proc.Home, entries)
+		if fi, err := statIn(b.Rootfs, "/etc/resolv.conf"); err == nil && fi.Mode().IsRegular() {
+			spec.ResolvConf = true
+		}
+		reach := b.Rootfs
+		if stage != "" {
+			spec.Image, reach = stage, s.stateDir
+		}
+		spec.Direct = s.directRoot(b.Rootfs, reach, spec)
+		if overlay && overlayFor(spec.Image, reach, feat) {
+			spec.RW = filepath.Join(s.stateDir, id+".rw")
+		}
+		cfg, err := buildConfig(spec)
+		return spec, cfg, err
 	}
-	spec.HomeMount = homeMountable(b.Rootfs, proc.Home, entries)
-	if fi, err := statIn(b.Rootfs, "/etc/resolv.conf"); err == nil && fi.Mode().IsRegular() {
-		spec.ResolvConf = true
+	stage := ""
+	if s.mayStage(feat, b.Rootfs) {
+		stage = filepath.Join(s.stateDir, id+".img")
 	}
-	spec.Direct = s.directRoot(b.Rootfs, spec)
-	if overlay && overlayFor(b.Rootfs, feat) {
-		spec.RW = filepath.Join(s.stateDir, id+".rw")
+	spec, cfg, err := plan(stage)
+	if err != nil {
+		return nil, err
+	}
+	ns, why := s.nsinitContainer(spec, cfg, proc, b.Rootfs, stage)
+	if ns == nil && stage != "" {
+		stage = ""
+		if spec, cfg, err = plan(""); err != nil {
+			return nil, err
+		}
+	}
+	if ns == nil && why != "" {
+		s.log.Debug("sandbox: started by libcontainer", "image", b.Ref, "reason", why)
 	}
 	if !spec.Direct {
 		s.log.Debug("sandbox: binding the image's top-level entries one by one (slower): the rootfs lacks /proc, /dev or /tmp, a mount target, or (as root) is not reachable by others; a cache directory with o+x on its path avoids the latter", "image", b.Ref)
 	}
-	cfg, err := buildConfig(spec)
-	if err != nil {
-		return nil, err
-	}
 	if err := holdOwnerLock(s.stateDir); err != nil {
+		if ns != nil {
+			ns.close()
+		}
 		return nil, fmt.Errorf("sandbox state dir %s: %w", s.stateDir, err)
 	}
 	st := &started{id: id, proc: proc, stateDir: s.stateDir}
+	if ns != nil {
+		st.ct = ns
+	}
 	defer func() {
 		if err != nil {
 			st.destroy(s.log)
 		}
 	}()
+	if stage != "" {
+		st.stage = stage
+		if err := os.Mkdir(stage, 0o755); err != nil {
+			return nil, fmt.Errorf("prepare image mount point: %w", err)
+		}
+	}
 	if !spec.Direct {
 		st.root = spec.Root
 		if err := makeRoot(spec.Root, entries); err != nil {
@@ -390,7 +429,11 @@ func (s *Sandbox) setup(b cache.Bundle, inv Invocation) (_ *started, err error) 
 	if st.sio, err = newStdio(nil, 0); err != nil {
 		return nil, err
 	}
-	if st.ct, err = s.newContainer(id, spec, cfg, proc, st.sio); err != nil {
+	if ns != nil {
+		ns.sio = st.sio
+		return st, nil
+	}
+	if st.ct, err = s.libcontainerContainer(id, cfg, proc, st.sio); err != nil {
 		return nil, err
 	}
 	return st, nil
@@ -450,6 +493,9 @@ func (st *started) destroy(log *slog.Logger) {
 	if st.root != "" {
 		removeTree(st.root)
 	}
+	if st.stage != "" {
+		_ = os.Remove(st.stage) // empty on the host: the image was attached in the run's namespace only
+	}
 	if st.rw != "" {
 		removeTree(st.rw)
 	}
@@ -457,16 +503,17 @@ func (st *started) destroy(log *slog.Logger) {
 	st.stateDir = ""
 }
 
-// overlayFor says whether runs of rootfs can get an overlay (where the
-// sandbox gives runs one): the kernel reads
-// the lower layer's path as the run's container root, so it must be
-// spellable in mount options and, as root (container root is an
-// unprivileged host uid then), reachable by others.
-func overlayFor(rootfs string, feat Features) bool {
-	if !overlaySafePath(rootfs) {
+// overlayFor says whether runs of an image seen at lower can get an
+// overlay (where the sandbox gives runs one): the kernel reads the lower
+// layer's path as the run's container root, so it must be spellable in
+// mount options and, as root (container root is an unprivileged host uid
+// then), reach (the image, or the directory it is staged in) must be
+// reachable by others.
+func overlayFor(lower, reach string, feat Features) bool {
+	if !overlaySafePath(lower) {
 		return false
 	}
-	return !feat.Root || worldTraversable(rootfs)
+	return !feat.Root || worldTraversable(reach)
 }
 
 // makeUppers creates a run's overlay directory: <rw>/u (the upper layer)
@@ -583,7 +630,7 @@ func unwrapStart(err error) error {
 // that is only allowed when every mount point already exists (then nothing
 // is ever written: the root is bound, mounted on and made read-only before
 // the function starts), and when the run's mapped uid can reach the rootfs.
-func (s *Sandbox) directRoot(rootfs string, spec runSpec) bool {
+func (s *Sandbox) directRoot(rootfs, reach string, spec runSpec) bool {
 	for _, d := range []string{"/proc", "/dev", "/tmp"} {
 		if fi, err := os.Lstat(filepath.Join(rootfs, d)); err != nil || !fi.IsDir() {
 			return false
@@ -594,7 +641,7 @@ func (s *Sandbox) directRoot(rootfs string, spec runSpec) bool {
 			return false
 		}
 	}
-	if spec.Feat.Root && !worldTraversable(rootfs) {
+	if spec.Feat.Root && !worldTraversable(reach) {
 		return false // the mapped uid could not reach it; binds are opened by kptr instead
 	}
 	return true
