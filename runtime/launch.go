@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -132,6 +133,15 @@ type nsContainer struct {
 // source): past it the init is killed and the start fails.
 const nsSetupTimeout = 30 * time.Second
 
+// errNsinitStart marks a failed nsinit start (Sandbox.run then tries
+// libcontainer); nsinitFallbacks counts such fallbacks in this process
+// (the runtime suite fails on any: it runs where nsinit must work).
+var (
+	errNsinitStart  = errors.New("nsinit")
+	nsinitFallbacks atomic.Int64
+	nsinitLastFail  atomic.Value // string: the last fallback's cause
+)
+
 func (n *nsContainer) start(run bool) error {
 	err := onStableThread(func() error {
 		var err error
@@ -140,12 +150,12 @@ func (n *nsContainer) start(run bool) error {
 	})
 	n.close() // the init has its own copy of the image's tree, if any
 	if err != nil {
-		return fmt.Errorf("start: %w", err)
+		return fmt.Errorf("start: %w (%w)", err, errNsinitStart)
 	}
 	fail := func(err error) error {
 		_ = n.p.Kill()
 		_, _ = n.p.Wait()
-		return fmt.Errorf("start: %w", err)
+		return fmt.Errorf("start: %w (%w)", err, errNsinitStart)
 	}
 	if n.cg != nil {
 		// Before the set-up: its cgroup namespace is unshared with these
@@ -219,7 +229,7 @@ func (s *Sandbox) libcontainerContainer(id string, cfg *configs.Config, proc pro
 // run is otherwise the same. libcontainer reaches such sources from kptr's
 // side instead (its mount-source descriptors).
 func (s *Sandbox) mayStage(feat Features, rootfs string) bool {
-	return feat.Root && s.launcher != LauncherLibcontainer && !worldTraversable(rootfs)
+	return feat.Root && s.launcher != LauncherLibcontainer && !s.nsinitOff.Load() && !worldTraversable(rootfs)
 }
 
 // nsinitContainer is the run's nsinit container (its stdio still to be
@@ -228,6 +238,9 @@ func (s *Sandbox) mayStage(feat Features, rootfs string) bool {
 func (s *Sandbox) nsinitContainer(spec runSpec, cfg *configs.Config, proc process, image, stage string) (*nsContainer, string) {
 	if s.launcher == LauncherLibcontainer {
 		return nil, ""
+	}
+	if s.nsinitOff.Load() {
+		return nil, "nsinit failed to start a run here before"
 	}
 	if spec.Feat.Root {
 		// The init is an unprivileged host uid from the start: it must

@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/kptr-dev/kptr/cache"
 )
@@ -115,5 +118,77 @@ func TestLauncherStagedImage(t *testing.T) {
 				t.Error("the image changed")
 			}
 		})
+	}
+}
+
+// seccompChild names the case the child process of TestLauncherUnderSeccomp
+// runs.
+const seccompChild = "KPTR_TEST_SECCOMP_CHILD"
+
+// The namespace tier under seccomp profiles that refuse calls only nsinit
+// makes (ENOSYS, as a profile that predates a call refuses it), in a child
+// process each (a filter cannot be unloaded):
+//   - mount_setattr (CRI-O's default profile): nsinit makes each read-only
+//     path read-only by a remount instead, as libcontainer does; no
+//     fallback, and /proc/sys stays read-only;
+//   - openat2, with which nsinit resolves every mount target (libcontainer
+//     walks paths without it): libcontainer starts that run and every later
+//     one of the Sandbox, and the runs succeed.
+func TestLauncherUnderSeccomp(t *testing.T) {
+	if defaultLauncher() != LauncherNsinit {
+		t.Skip("nsinit is not the launcher of this run of the suite")
+	}
+	refused := map[string]uint32{"mount_setattr": unix.SYS_MOUNT_SETATTR, "openat2": unix.SYS_OPENAT2}
+	name := os.Getenv(seccompChild)
+	if name == "" {
+		for name := range refused {
+			t.Run(name, func(t *testing.T) {
+				cmd := exec.Command(os.Args[0], "-test.run", "^TestLauncherUnderSeccomp$", "-test.v", "-test.count=1")
+				cmd.Env = append(os.Environ(), seccompChild+"="+name)
+				out, err := cmd.CombinedOutput()
+				if err != nil || !strings.Contains(string(out), "--- PASS: TestLauncherUnderSeccomp") {
+					t.Fatalf("child: %v\n%s", err, out)
+				}
+			})
+		}
+		return
+	}
+	// Every thread (TSYNC): nsinit's first process is forked from one of
+	// the spawn threads.
+	filter := []unix.SockFilter{
+		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: 0},
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: refused[name], Jt: 0, Jf: 1},
+		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)},
+		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW},
+	}
+	must(t, unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	if _, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&prog))); e != 0 {
+		t.Fatalf("seccomp: %v", e)
+	}
+	s, err := New(WithStateDir(filepath.Join(testTmp, "state-seccomp-"+name)))
+	must(t, err)
+	defer s.Close()
+	if got := launcherOf(t, s, bundle(t), Invocation{}); got != LauncherNsinit {
+		t.Fatalf("first run planned for %s, want nsinit", got)
+	}
+	for i := range 2 {
+		res, err := s.Run(context.Background(), bundle(t, "write", "/proc/sys/kernel/hostname"), Invocation{})
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("run %d: %v %d %s", i, err, res.ExitCode, res.Stderr)
+		}
+		if f := facts(string(res.Stdout)); !strings.Contains(f["/proc/sys/kernel/hostname"], "read-only file system") {
+			t.Errorf("run %d: /proc/sys writable: %q", i, f["/proc/sys/kernel/hostname"])
+		}
+	}
+	want, wantAfter := int64(0), LauncherNsinit
+	if name == "openat2" {
+		want, wantAfter = 1, LauncherLibcontainer
+	}
+	if n := nsinitFallbacks.Swap(0); n != want {
+		t.Errorf("%d fallbacks to libcontainer, want %d", n, want)
+	}
+	if got := launcherOf(t, s, bundle(t), Invocation{}); got != wantAfter {
+		t.Errorf("then: %s, want %s", got, wantAfter)
 	}
 }

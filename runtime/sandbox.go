@@ -53,9 +53,11 @@ type Sandbox struct {
 	// verified for stateDir, unless WithOverlay(false)).
 	overlay   bool
 	noOverlay bool
-	// launcher starts the runs' containers (launch.go).
+	// launcher starts the runs' containers (launch.go); nsinitOff: nsinit
+	// failed to start a run, libcontainer starts them from then on.
 	launcher    string
 	launcherSet bool
+	nsinitOff   atomic.Bool
 
 	seq     atomic.Uint64
 	entries sync.Map // rootfs path → []entry (a cached rootfs never changes)
@@ -245,10 +247,25 @@ func (s *Sandbox) run(ctx context.Context, b cache.Bundle, inv Invocation) (Resu
 		// The prepared sandbox could not be released (its init died):
 		// nothing of the invocation was consumed, so start afresh.
 	}
-	res, err, started := s.runOnce(ctx, b, inv)
+	res, err, started := s.runOnce(ctx, b, inv, false)
+	if err != nil && !started && errors.Is(err, errNsinitStart) {
+		// nsinit could not start it: if libcontainer can, it is a call only
+		// nsinit makes refused here (a seccomp profile) or a bug of
+		// nsinit's, and libcontainer starts every later run of this
+		// Sandbox (launch.go); if it cannot either (a bind source that
+		// does not exist), its error is the run's.
+		nsErr := err
+		res, err, started = s.runOnce(ctx, b, inv, true)
+		if err == nil || started {
+			s.nsinitOff.Store(true)
+			nsinitFallbacks.Add(1)
+			nsinitLastFail.Store(nsErr.Error())
+			s.log.Debug("sandbox: nsinit could not start a run that libcontainer could; libcontainer from now on", "err", nsErr)
+		}
+	}
 	if err != nil && !started {
 		if retry, rerr := s.recheck(err); retry {
-			res, err, _ = s.runOnce(ctx, b, inv)
+			res, err, _ = s.runOnce(ctx, b, inv, false)
 		} else {
 			err = rerr
 		}
@@ -260,8 +277,8 @@ func (s *Sandbox) run(ctx context.Context, b cache.Bundle, inv Invocation) (Resu
 // failed before its init was started (set-up or the container's start:
 // what a probe would have caught), so nothing of inv was consumed. A failed
 // execve of the entrypoint is the image's (started is true then).
-func (s *Sandbox) runOnce(ctx context.Context, b cache.Bundle, inv Invocation) (_ Result, _ error, started bool) {
-	st, err := s.setup(b, inv)
+func (s *Sandbox) runOnce(ctx context.Context, b cache.Bundle, inv Invocation, lc bool) (_ Result, _ error, started bool) {
+	st, err := s.setupWith(b, inv, lc)
 	if err != nil {
 		return Result{}, err, false
 	}
@@ -336,7 +353,12 @@ func (st *started) watch() error {
 }
 
 // setup creates (but does not start) the sandbox of one run of b.
-func (s *Sandbox) setup(b cache.Bundle, inv Invocation) (_ *started, err error) {
+func (s *Sandbox) setup(b cache.Bundle, inv Invocation) (*started, error) {
+	return s.setupWith(b, inv, false)
+}
+
+// setupWith is setup; with lc, libcontainer starts the run.
+func (s *Sandbox) setupWith(b cache.Bundle, inv Invocation, lc bool) (_ *started, err error) {
 	s.featMu.RLock()
 	feat, overlay := s.feat, s.overlay
 	s.featMu.RUnlock()
@@ -373,14 +395,18 @@ func (s *Sandbox) setup(b cache.Bundle, inv Invocation) (_ *started, err error) 
 		return spec, cfg, err
 	}
 	stage := ""
-	if s.mayStage(feat, b.Rootfs) {
+	if !lc && s.mayStage(feat, b.Rootfs) {
 		stage = filepath.Join(s.stateDir, id+".img")
 	}
 	spec, cfg, err := plan(stage)
 	if err != nil {
 		return nil, err
 	}
-	ns, why := s.nsinitContainer(spec, cfg, proc, b.Rootfs, stage)
+	var ns *nsContainer
+	why := ""
+	if !lc {
+		ns, why = s.nsinitContainer(spec, cfg, proc, b.Rootfs, stage)
+	}
 	if ns == nil && stage != "" {
 		stage = ""
 		if spec, cfg, err = plan(""); err != nil {

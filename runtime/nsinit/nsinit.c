@@ -438,12 +438,20 @@ static unsigned long locked(int fd, const char *target)
 	return f;
 }
 
-// rdonlyTree makes the mount at fd and every mount beneath it read-only.
+// rdonly_tree makes the mount at fd and every mount beneath it read-only,
+// with mount_setattr(2). Where that call is refused (a kernel before 5.12,
+// or a seccomp profile without it: CRI-O's default), only the mount at fd
+// is made read-only, by a remount, as libcontainer does everywhere.
 static void rdonly_tree(int fd, const char *target)
 {
 	struct nsinit_mount_attr a = {.attr_set = NSINIT_MOUNT_ATTR_RDONLY};
-	if (syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof(a)) < 0)
+	char t[40];
+	if (syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof(a)) == 0)
+		return;
+	if (errno != ENOSYS && errno != EPERM)
 		fail(errno, "mount_setattr read-only", target);
+	if (mount(NULL, fdpath(t, fd), NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | locked(fd, target), NULL) < 0)
+		fail(errno, "remount read-only", target);
 }
 
 // bind_mount binds srcfd onto target (resolved beneath the root) and applies the
