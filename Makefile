@@ -32,10 +32,11 @@ test: build $(TESTSUM) ## run every test suite (what CI runs)
 	$(MAKE) test-seccomp
 	$(MAKE) test-argocd
 
-test-unit: $(TESTSUM) ## all Go tests as the current user
+test-unit: $(TESTSUM) ## all Go tests as the current user; the runtime suite again with the libcontainer launcher
 	@set -o pipefail; $(GO) test -json -count=1 -timeout 25m ./... | $(TESTSUM) -suite "unit tests as $$(id -un)"
+	@set -o pipefail; KPTR_LAUNCHER=libcontainer $(GO) test -json -count=1 ./runtime | $(TESTSUM) -suite "runtime suite, libcontainer launcher, as $$(id -un)"
 
-# The sandbox suites (runtime/ and kptr's doctor/refusal tests) compiled once,
+# The sandbox suites (runtime/, runtime/nsinit and kptr's doctor/refusal tests) compiled once,
 # then run as the sidecar runs: uid 999, no capabilities, no_new_privs, its own
 # HOME and TMPDIR, fixture binaries prebuilt (uid 999 has no Go toolchain cache).
 UNPRIV_UID ?= 999
@@ -46,6 +47,7 @@ define run-unpriv
 	for f in hostile cat escape-report; do CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o "$$d/bin/$$f" ./test/fixtures/$$f; done; \
 	$(GO) test -c $(1) -o "$$d/runtime.test" ./runtime; \
 	$(GO) test -c $(1) -o "$$d/kptr.test" ./cmd/kptr; \
+	$(GO) test -c $(1) -o "$$d/nsinit.test" ./runtime/nsinit; \
 	chmod -R a+rX "$$d"; \
 	if [ "$$(id -u)" = 0 ]; then \
 	  chown $(UNPRIV_UID):$(UNPRIV_UID) "$$d/home" "$$d/tmp"; \
@@ -55,7 +57,9 @@ define run-unpriv
 	who="as uid $$($$e $$as id -u), no caps, no_new_privs$(if $(1), with seccomp)"; \
 	echo "== runtime suite $$who"; \
 	$$e $$as ./runtime.test -test.v=test2json -test.count=1 -test.timeout=10m 2>&1 | $(GO) tool test2json -t -p runtime | $(TESTSUM) -suite "runtime suite $$who"; \
-	$$e $$as ./kptr.test -test.v=test2json -test.count=1 -test.run '$(SANDBOX_CMD_TESTS)' 2>&1 | $(GO) tool test2json -t -p cmd/kptr | $(TESTSUM) -suite "cmd/kptr sandbox tests $$who"
+	$$e KPTR_LAUNCHER=libcontainer $$as ./runtime.test -test.v=test2json -test.count=1 -test.timeout=10m 2>&1 | $(GO) tool test2json -t -p runtime | $(TESTSUM) -suite "runtime suite, libcontainer launcher, $$who"; \
+	$$e $$as ./kptr.test -test.v=test2json -test.count=1 -test.run '$(SANDBOX_CMD_TESTS)' 2>&1 | $(GO) tool test2json -t -p cmd/kptr | $(TESTSUM) -suite "cmd/kptr sandbox tests $$who"; \
+	$$e $$as ./nsinit.test -test.v=test2json -test.count=1 -test.timeout=5m 2>&1 | $(GO) tool test2json -t -p runtime/nsinit | $(TESTSUM) -suite "runtime/nsinit suite $$who"
 endef
 
 test-unpriv: $(TESTSUM) ## the sandbox suite again as uid 999 with no capabilities and no_new_privs
@@ -63,6 +67,7 @@ test-unpriv: $(TESTSUM) ## the sandbox suite again as uid 999 with no capabiliti
 
 test-seccomp: $(TESTSUM) ## the sandbox suite built with the seccomp tag (libseccomp), as root and as uid 999
 	@set -o pipefail; $(GO) test -json -count=1 -tags seccomp ./runtime | $(TESTSUM) -suite "runtime with seccomp as $$(id -un)"
+	@set -o pipefail; KPTR_LAUNCHER=libcontainer $(GO) test -json -count=1 -tags seccomp ./runtime | $(TESTSUM) -suite "runtime with seccomp, libcontainer launcher, as $$(id -un)"
 	@$(call run-unpriv,-tags seccomp)
 
 bench-runtime: ## per-run cost of the sandbox (cold, pipelined, prepared) vs bare exec, bwrap, podman (root); as root and as uid 999 (figures → BENCHMARKS.md)
@@ -75,7 +80,7 @@ bench-runtime: ## per-run cost of the sandbox (cold, pipelined, prepared) vs bar
 	  echo "== as uid $(UNPRIV_UID), no capabilities, no_new_privs (the sidecar)"; \
 	  cd "$$d" && env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=$$d/home TMPDIR=$$d/tmp KPTR_FIXTURE_BIN_DIR=$$d/bin \
 	    setpriv --reuid=$(UNPRIV_UID) --regid=$(UNPRIV_UID) --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs \
-	    ./runtime.test -test.run '^$$' -test.bench 'BenchmarkRun(KRM)?/(bare|bwrap|kptr|kptr-readonly|kptr-pipelined|kptr-prepared|kptr-prepared-readonly)$$' -test.benchtime 100x; fi
+	    ./runtime.test -test.run '^$$' -test.bench 'BenchmarkRun(KRM)?/(bare|bwrap|kptr|kptr-libcontainer|kptr-readonly|kptr-pipelined|kptr-prepared|kptr-prepared-readonly)$$' -test.benchtime 100x; fi
 
 bench-cache: ## cache benchmarks: cold pull vs skopeo+umoci, cached resolve, peak RSS (figures → BENCHMARKS.md)
 	$(GO) test -run '^$$' -bench . -benchtime 2000x -count 1 ./cache

@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/opencontainers/runc/libcontainer"
-
 	"bytes"
 	"context"
 	"github.com/kptr-dev/kptr/cache"
@@ -126,6 +124,7 @@ func execRun(b *testing.B, input []byte, check func(*testing.B, []byte), name st
 //   - bare: exec of the binary on the host, no isolation;
 //   - bwrap: bubblewrap with every namespace, the rootfs bound read-only;
 //   - kptr: (*Sandbox).Run, the sandbox started cold for every call;
+//   - kptr-libcontainer: the same, started by libcontainer (launch.go);
 //   - landlock: (*Landlock).Run, the namespace-free tier (always cold);
 //   - kptr-pipelined: a sequence of calls as a pipeline of functions makes
 //     them: before each Run, Prepare for the next call (pipeline/ does so for
@@ -172,6 +171,14 @@ func benchWays(b *testing.B, rootfs string, argv []string, input []byte, check f
 	// kptr-readonly: the same with the overlay forced off (read-only image,
 	// tmpfs /tmp and $HOME), what the difference costs per run.
 	b.Run("kptr", func(b *testing.B) { cold(b, sandbox(b)) })
+	// kptr-libcontainer: the same sandbox started by libcontainer (the
+	// launcher before nsinit, still used where nsinit cannot start a run).
+	b.Run("kptr-libcontainer", func(b *testing.B) {
+		s, err := New(WithStateDir(filepath.Join(testTmp, "state-bench-lc")), WithLauncher(LauncherLibcontainer))
+		must(b, err)
+		defer s.Close()
+		cold(b, s)
+	})
 	// landlock: the namespace-free tier; every call starts its launcher and
 	// confiner (no prepared mode).
 	b.Run("landlock", func(b *testing.B) { cold(b, landlock(b)) })
@@ -275,31 +282,19 @@ func firstLine(b []byte) string {
 }
 
 // initRSS starts one sandbox without letting it exec the function (the
-// container init then waits on its exec fifo) and reads the init's resident
+// container init then waits to be released) and reads the init's resident
 // set: the memory the sandbox itself costs per run, on top of the function.
 func initRSS(b *testing.B, s *Sandbox, bd cache.Bundle) (rssKB, anonKB int64) {
-	proc, err := resolveProcess(bd.Rootfs, bd.Config, Invocation{}, s.feat.Root)
+	st, err := s.setup(bd, Invocation{})
 	must(b, err)
-	entries, err := s.topEntries(bd.Rootfs)
+	defer st.destroy(s.log)
+	must(b, st.ct.start(false))
+	pid, err := st.ct.pid()
 	must(b, err)
-	spec := runSpec{ID: "kptr-rss-probe", Image: bd.Rootfs, Entries: entries, Proc: proc, Limits: s.limits, Feat: s.feat}
-	spec.Direct = s.directRoot(bd.Rootfs, spec)
-	if !spec.Direct {
-		b.Fatal("bench rootfs is not direct")
-	}
-	cfg, err := buildConfig(spec)
+	defer func() { _ = syscall.Kill(pid, syscall.SIGKILL); _, _ = st.ct.wait() }()
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	must(b, err)
-	c, err := libcontainer.Create(s.stateDir, spec.ID, cfg)
-	must(b, err)
-	defer c.Destroy()
-	p := &libcontainer.Process{Args: proc.Args, Env: proc.Env, Cwd: proc.Cwd, Init: true}
-	must(b, onStableThread(func() error { return c.Start(p) })) // see spawn.go: the init dies with the thread that forked it
-	defer func() { _ = c.Signal(syscall.SIGKILL); _, _ = p.Wait() }()
-	pid, err := p.Pid()
-	must(b, err)
-	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	must(b, err)
-	for _, l := range strings.Split(string(st), "\n") {
+	for _, l := range strings.Split(string(status), "\n") {
 		f := strings.Fields(l)
 		if len(f) >= 2 && f[0] == "VmRSS:" {
 			rssKB, _ = strconv.ParseInt(f[1], 10, 64)

@@ -1,5 +1,8 @@
-// Package runtime runs a function bundle's entrypoint in a rootless sandbox
-// built with runc's libcontainer, streaming a ResourceList over stdin/stdout.
+// Package runtime runs a function bundle's entrypoint in a rootless sandbox,
+// streaming a ResourceList over stdin/stdout. The namespace tier's sandbox is
+// one libcontainer configuration (config.go), started by kptr's own C
+// container init (runtime/nsinit) or by runc's libcontainer where nsinit
+// cannot start a run (launch.go says which and why).
 //
 //	sb, err := runtime.New()             // probes the environment (or reuses the cached verdict, verdict.go); *ProbeError if a prerequisite is missing
 //	res, err := sb.Run(ctx, bundle, runtime.Invocation{Stdin: rl})

@@ -17,16 +17,11 @@ const probeArg = "__kptr_probe"
 // reexecEnv marks a process that already tried the sealed re-exec.
 const reexecEnv = "_KPTR_SEALED_REEXEC"
 
-// Why the container init (and the landlock tier's launcher and confiner,
-// and the probe child) is the kptr binary itself and not a small dedicated
-// one: libcontainer starts its init from /proc/self/exe (or its sealed clone
-// of it) and offers no other path, so a separate init binary would need an
-// execve from a C constructor running after nsexec, and a sealed copy of
-// that binary shipped inside kptr (go:embed of a build product, which a
-// plain `go install` cannot produce) or installed next to it (lost by
-// whoever copies only kptr): a second executable to keep sealed, in step and
-// present. Measured instead (GODEBUG=inittrace=1, perf stat; BENCHMARKS.md)
-// and cut within the one binary: the container init runs from the package
+// Which code a sandbox's processes start in. The namespace tier's
+// container init is, by default, runtime/nsinit's C constructor in a
+// re-executed kptr: it sets the container up and executes the function
+// before the Go runtime would start (launch.go says when libcontainer starts
+// a run instead). libcontainer's own container init runs from the package
 // init of runtime/containerinit, before most of kptr's packages are
 // initialised (that package says how); kptr no longer links kyaml's
 // fn/framework (kube-openapi's strfmt and govalidator compiled ~3 ms of

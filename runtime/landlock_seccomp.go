@@ -27,6 +27,9 @@ var metadataCalls = []string{
 	"utime", "utimes", "utimensat", "futimesat",
 }
 
+// ownSeccompFilter: seccompFilter is built for this architecture.
+const ownSeccompFilter = true
+
 // seccompFilter builds the landlock tier's classic-BPF seccomp program:
 // calls of another architecture kill the process; deniedSyscalls and
 // extraDenied (and, with noMetadata, metadataCalls) fail with EPERM; clone with any namespace flag fails with

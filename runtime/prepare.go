@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/kptr-dev/kptr/cache"
@@ -96,10 +97,10 @@ func (s *Sandbox) Prepare(ctx context.Context, b cache.Bundle, inv Invocation) {
 			pr.err = err
 			return
 		}
-		if err := onStableThread(func() error { return st.c.Start(st.p) }); err != nil {
+		if err := st.ct.start(false); err != nil {
 			st.sio.closeChild()
 			st.destroy(s.log)
-			pr.err = fmt.Errorf("start: %w", unwrapStart(err))
+			pr.err = err
 			return
 		}
 		st.sio.closeChild()
@@ -150,7 +151,14 @@ func (s *Sandbox) take(ctx context.Context, b cache.Bundle, inv Invocation) *pre
 // false when it could not be released (nothing of inv was consumed then).
 func (s *Sandbox) runPrepared(ctx context.Context, pr *prepared, inv Invocation) (Result, error, bool) {
 	st := pr.st
-	if err := st.c.Exec(); err != nil {
+	if err := st.ct.release(); err != nil {
+		var xerr *execError
+		if errors.As(err, &xerr) {
+			// The image's entrypoint could not be executed: a cold start
+			// would fail the same way.
+			st.release(s.log)
+			return Result{ExitCode: -1}, fmt.Errorf("start: %s", xerr.msg), true
+		}
 		s.log.Debug("sandbox: prepared sandbox did not start, starting cold", "id", st.id, "err", err)
 		st.release(s.log)
 		return Result{}, nil, false

@@ -31,7 +31,7 @@ func preparedPid(t *testing.T, s *Sandbox) int {
 	if pr.err != nil {
 		t.Fatalf("prepare: %v", pr.err)
 	}
-	pid, err := pr.st.p.Pid()
+	pid, err := pr.st.ct.pid()
 	must(t, err)
 	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
 		t.Fatalf("prepared init %d not running: %v", pid, err)
@@ -200,7 +200,7 @@ func TestPreparedUnusedLeavesNothing(t *testing.T) {
 			pr := s2.prepared[len(s2.prepared)-1]
 			s2.mu.Unlock()
 			<-pr.ready
-			p, err := pr.st.p.Pid()
+			p, err := pr.st.ct.pid()
 			must(t, err)
 			pids = append(pids, p)
 		}

@@ -11,14 +11,13 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
-	"github.com/opencontainers/runc/libcontainer"
+	"github.com/opencontainers/runc/libcontainer/configs"
 	"github.com/sirupsen/logrus"
 
 	"github.com/kptr-dev/kptr/cache"
@@ -54,6 +53,11 @@ type Sandbox struct {
 	// verified for stateDir, unless WithOverlay(false)).
 	overlay   bool
 	noOverlay bool
+	// launcher starts the runs' containers (launch.go); nsinitOff: nsinit
+	// failed to start a run, libcontainer starts them from then on.
+	launcher    string
+	launcherSet bool
+	nsinitOff   atomic.Bool
 
 	seq     atomic.Uint64
 	entries sync.Map // rootfs path → []entry (a cached rootfs never changes)
@@ -114,6 +118,12 @@ func New(opts ...Option) (*Sandbox, error) {
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	if !s.launcherSet {
+		s.launcher = os.Getenv("KPTR_LAUNCHER")
+	}
+	if err := validLauncher(s.launcher); err != nil {
+		return nil, err
 	}
 	if !s.log.Enabled(context.Background(), slog.LevelDebug) {
 		logrus.SetLevel(logrus.ErrorLevel)
@@ -237,10 +247,25 @@ func (s *Sandbox) run(ctx context.Context, b cache.Bundle, inv Invocation) (Resu
 		// The prepared sandbox could not be released (its init died):
 		// nothing of the invocation was consumed, so start afresh.
 	}
-	res, err, started := s.runOnce(ctx, b, inv)
+	res, err, started := s.runOnce(ctx, b, inv, false)
+	if err != nil && !started && errors.Is(err, errNsinitStart) {
+		// nsinit could not start it: if libcontainer can, it is a call only
+		// nsinit makes refused here (a seccomp profile) or a bug of
+		// nsinit's, and libcontainer starts every later run of this
+		// Sandbox (launch.go); if it cannot either (a bind source that
+		// does not exist), its error is the run's.
+		nsErr := err
+		res, err, started = s.runOnce(ctx, b, inv, true)
+		if err == nil || started {
+			s.nsinitOff.Store(true)
+			nsinitFallbacks.Add(1)
+			nsinitLastFail.Store(nsErr.Error())
+			s.log.Debug("sandbox: nsinit could not start a run that libcontainer could; libcontainer from now on", "err", nsErr)
+		}
+	}
 	if err != nil && !started {
 		if retry, rerr := s.recheck(err); retry {
-			res, err, _ = s.runOnce(ctx, b, inv)
+			res, err, _ = s.runOnce(ctx, b, inv, false)
 		} else {
 			err = rerr
 		}
@@ -252,19 +277,25 @@ func (s *Sandbox) run(ctx context.Context, b cache.Bundle, inv Invocation) (Resu
 // failed before its init was started (set-up or the container's start:
 // what a probe would have caught), so nothing of inv was consumed. A failed
 // execve of the entrypoint is the image's (started is true then).
-func (s *Sandbox) runOnce(ctx context.Context, b cache.Bundle, inv Invocation) (_ Result, _ error, started bool) {
-	st, err := s.setup(b, inv)
+func (s *Sandbox) runOnce(ctx context.Context, b cache.Bundle, inv Invocation, lc bool) (_ Result, _ error, started bool) {
+	st, err := s.setupWith(b, inv, lc)
 	if err != nil {
 		return Result{}, err, false
 	}
 	defer st.release(s.log)
-	if err := onStableThread(func() error { return st.c.Run(st.p) }); err != nil {
-		st.sio.closeChild()
-		return Result{}, fmt.Errorf("start: %w", unwrapStart(err)), false
-	}
+	err = st.ct.start(true)
 	st.sio.closeChild()
-	if err := st.watch(); err != nil {
+	var xerr *execError
+	if err != nil && !errors.As(err, &xerr) {
 		return Result{}, err, false
+	}
+	if werr := st.watch(); werr != nil {
+		return Result{}, werr, false
+	}
+	if xerr != nil {
+		// The image's entrypoint could not be executed: the init has
+		// reported it and exits; release reaps it.
+		return Result{ExitCode: -1}, fmt.Errorf("start: %s", xerr.msg), true
 	}
 	res, err := s.finish(ctx, st, inv)
 	return res, err, true
@@ -299,30 +330,35 @@ func (s *Sandbox) recheck(startErr error) (retry bool, err error) {
 // started is one sandbox being set up: its container, the init process and
 // the pipes the function will have as stdin, stdout and stderr.
 type started struct {
-	id   string
-	c    *libcontainer.Container
-	p    *libcontainer.Process
-	sio  *stdio
-	proc process
-	root string  // the run's private root directory to remove ("" for a direct root)
-	rw   string  // the run's overlay upper and work directories to remove ("" without overlay)
-	reap *reaper // once the init has started
+	id    string
+	ct    container
+	sio   *stdio
+	proc  process
+	root  string  // the run's private root directory to remove ("" for a direct root)
+	stage string  // the image's mount point to remove ("" unless staged, launch.go)
+	rw    string  // the run's overlay upper and work directories to remove ("" without overlay)
+	reap  *reaper // once the init has started
 	// stateDir holds the run's entries; "" once they are removed.
 	stateDir string
 }
 
 // watch hands the started init to a reaper.
 func (st *started) watch() error {
-	pid, err := st.p.Pid()
+	pid, err := st.ct.pid()
 	if err != nil {
 		return fmt.Errorf("start: %w", err)
 	}
-	st.reap = newReaper(pid, st.p.Wait, nil)
+	st.reap = newReaper(pid, st.ct.wait, nil)
 	return nil
 }
 
 // setup creates (but does not start) the sandbox of one run of b.
-func (s *Sandbox) setup(b cache.Bundle, inv Invocation) (_ *started, err error) {
+func (s *Sandbox) setup(b cache.Bundle, inv Invocation) (*started, error) {
+	return s.setupWith(b, inv, false)
+}
+
+// setupWith is setup; with lc, libcontainer starts the run.
+func (s *Sandbox) setupWith(b cache.Bundle, inv Invocation, lc bool) (_ *started, err error) {
 	s.featMu.RLock()
 	feat, overlay := s.feat, s.overlay
 	s.featMu.RUnlock()
@@ -335,34 +371,75 @@ func (s *Sandbox) setup(b cache.Bundle, inv Invocation) (_ *started, err error) 
 		return nil, err
 	}
 	id := fmt.Sprintf("%s-%d", ownerName(), s.seq.Add(1))
-	spec := runSpec{
-		ID: id, Root: filepath.Join(s.stateDir, id+".root"), Image: b.Rootfs, Entries: entries,
-		Proc: proc, Inv: inv, Limits: s.limits, Feat: feat,
+	// plan is the run's spec and configuration; with stage, the image is
+	// seen at that path (launch.go: as root, an image out of the run
+	// uids' reach, attached there for nsinit).
+	plan := func(stage string) (runSpec, *configs.Config, error) {
+		spec := runSpec{
+			ID: id, Root: filepath.Join(s.stateDir, id+".root"), Image: b.Rootfs, Entries: entries,
+			Proc: proc, Inv: inv, Limits: s.limits, Feat: feat,
+		}
+		spec.HomeMount = homeMountable(b.Rootfs, proc.Home, entries)
+		if fi, err := statIn(b.Rootfs, "/etc/resolv.conf"); err == nil && fi.Mode().IsRegular() {
+			spec.ResolvConf = true
+		}
+		reach := b.Rootfs
+		if stage != "" {
+			spec.Image, reach = stage, s.stateDir
+		}
+		spec.Direct = s.directRoot(b.Rootfs, reach, spec)
+		if overlay && overlayFor(spec.Image, reach, feat) {
+			spec.RW = filepath.Join(s.stateDir, id+".rw")
+		}
+		cfg, err := buildConfig(spec)
+		return spec, cfg, err
 	}
-	spec.HomeMount = homeMountable(b.Rootfs, proc.Home, entries)
-	if fi, err := statIn(b.Rootfs, "/etc/resolv.conf"); err == nil && fi.Mode().IsRegular() {
-		spec.ResolvConf = true
+	stage := ""
+	if !lc && s.mayStage(feat, b.Rootfs) {
+		stage = filepath.Join(s.stateDir, id+".img")
 	}
-	spec.Direct = s.directRoot(b.Rootfs, spec)
-	if overlay && overlayFor(b.Rootfs, feat) {
-		spec.RW = filepath.Join(s.stateDir, id+".rw")
+	spec, cfg, err := plan(stage)
+	if err != nil {
+		return nil, err
+	}
+	var ns *nsContainer
+	why := ""
+	if !lc {
+		ns, why = s.nsinitContainer(spec, cfg, proc, b.Rootfs, stage)
+	}
+	if ns == nil && stage != "" {
+		stage = ""
+		if spec, cfg, err = plan(""); err != nil {
+			return nil, err
+		}
+	}
+	if ns == nil && why != "" {
+		s.log.Debug("sandbox: started by libcontainer", "image", b.Ref, "reason", why)
 	}
 	if !spec.Direct {
 		s.log.Debug("sandbox: binding the image's top-level entries one by one (slower): the rootfs lacks /proc, /dev or /tmp, a mount target, or (as root) is not reachable by others; a cache directory with o+x on its path avoids the latter", "image", b.Ref)
 	}
-	cfg, err := buildConfig(spec)
-	if err != nil {
-		return nil, err
-	}
 	if err := holdOwnerLock(s.stateDir); err != nil {
+		if ns != nil {
+			ns.close()
+		}
 		return nil, fmt.Errorf("sandbox state dir %s: %w", s.stateDir, err)
 	}
 	st := &started{id: id, proc: proc, stateDir: s.stateDir}
+	if ns != nil {
+		st.ct = ns
+	}
 	defer func() {
 		if err != nil {
 			st.destroy(s.log)
 		}
 	}()
+	if stage != "" {
+		st.stage = stage
+		if err := os.Mkdir(stage, 0o755); err != nil {
+			return nil, fmt.Errorf("prepare image mount point: %w", err)
+		}
+	}
 	if !spec.Direct {
 		st.root = spec.Root
 		if err := makeRoot(spec.Root, entries); err != nil {
@@ -375,18 +452,15 @@ func (s *Sandbox) setup(b cache.Bundle, inv Invocation) (_ *started, err error) 
 			return nil, fmt.Errorf("prepare overlay: %w", err)
 		}
 	}
-	if st.c, err = createContainer(s.stateDir, id, cfg); err != nil {
-		return nil, fmt.Errorf("create sandbox: %w", err)
-	}
 	if st.sio, err = newStdio(nil, 0); err != nil {
 		return nil, err
 	}
-	st.p = &libcontainer.Process{
-		Args: proc.Args, Env: proc.Env, Cwd: proc.Cwd, UID: proc.UID, GID: proc.GID,
-		Stdin: st.sio.childIn, Stdout: st.sio.childOut, Stderr: st.sio.childErr, Init: true,
-		// Only errors from the init's log pipe: debug lines cost a write
-		// and a JSON decode each, dozens per start.
-		LogLevel: strconv.Itoa(int(logrus.ErrorLevel)),
+	if ns != nil {
+		ns.sio = st.sio
+		return st, nil
+	}
+	if st.ct, err = s.libcontainerContainer(id, cfg, proc, st.sio); err != nil {
+		return nil, err
 	}
 	return st, nil
 }
@@ -429,8 +503,8 @@ func (st *started) release(log *slog.Logger) {
 
 // destroy removes the state of a run whose processes are all gone.
 func (st *started) destroy(log *slog.Logger) {
-	if st.c != nil {
-		if err := st.c.Destroy(); err != nil {
+	if st.ct != nil {
+		if err := st.ct.destroy(); err != nil {
 			log.Warn("sandbox: destroy", "id", st.id, "err", err)
 		}
 	}
@@ -445,6 +519,9 @@ func (st *started) destroy(log *slog.Logger) {
 	if st.root != "" {
 		removeTree(st.root)
 	}
+	if st.stage != "" {
+		_ = os.Remove(st.stage) // empty on the host: the image was attached in the run's namespace only
+	}
 	if st.rw != "" {
 		removeTree(st.rw)
 	}
@@ -452,16 +529,17 @@ func (st *started) destroy(log *slog.Logger) {
 	st.stateDir = ""
 }
 
-// overlayFor says whether runs of rootfs can get an overlay (where the
-// sandbox gives runs one): the kernel reads
-// the lower layer's path as the run's container root, so it must be
-// spellable in mount options and, as root (container root is an
-// unprivileged host uid then), reachable by others.
-func overlayFor(rootfs string, feat Features) bool {
-	if !overlaySafePath(rootfs) {
+// overlayFor says whether runs of an image seen at lower can get an
+// overlay (where the sandbox gives runs one): the kernel reads the lower
+// layer's path as the run's container root, so it must be spellable in
+// mount options and, as root (container root is an unprivileged host uid
+// then), reach (the image, or the directory it is staged in) must be
+// reachable by others.
+func overlayFor(lower, reach string, feat Features) bool {
+	if !overlaySafePath(lower) {
 		return false
 	}
-	return !feat.Root || worldTraversable(rootfs)
+	return !feat.Root || worldTraversable(reach)
 }
 
 // makeUppers creates a run's overlay directory: <rw>/u (the upper layer)
@@ -578,7 +656,7 @@ func unwrapStart(err error) error {
 // that is only allowed when every mount point already exists (then nothing
 // is ever written: the root is bound, mounted on and made read-only before
 // the function starts), and when the run's mapped uid can reach the rootfs.
-func (s *Sandbox) directRoot(rootfs string, spec runSpec) bool {
+func (s *Sandbox) directRoot(rootfs, reach string, spec runSpec) bool {
 	for _, d := range []string{"/proc", "/dev", "/tmp"} {
 		if fi, err := os.Lstat(filepath.Join(rootfs, d)); err != nil || !fi.IsDir() {
 			return false
@@ -589,7 +667,7 @@ func (s *Sandbox) directRoot(rootfs string, spec runSpec) bool {
 			return false
 		}
 	}
-	if spec.Feat.Root && !worldTraversable(rootfs) {
+	if spec.Feat.Root && !worldTraversable(reach) {
 		return false // the mapped uid could not reach it; binds are opened by kptr instead
 	}
 	return true

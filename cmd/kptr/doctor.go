@@ -66,6 +66,7 @@ func (g *globals) runDoctor(context.Context, *cobra.Command, []string) error {
 	case nsErr == nil && mode != sandboxLandlock:
 		fmt.Fprintf(w, "sandbox: usable as %s%s\n", who, degraded(nsResults))
 		fmt.Fprintln(w, "tier: namespace")
+		fmt.Fprintln(w, "launcher: "+runtime.LauncherSummary(g.cacheDir))
 		return nil
 	case llErr == nil && mode != sandboxNamespace:
 		fmt.Fprintf(w, "sandbox: usable as %s in the landlock tier%s\n", who, degraded(llResults))

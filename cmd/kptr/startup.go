@@ -32,8 +32,9 @@ func startup() {
 // mayStartManySandboxes is false for commands that never start a sandbox
 // and for fn eval, which starts one: they skip the re-exec, whose one-time
 // copy and second Go start-up of kptr (~30 ms for a 20 MB kptr) pay off
-// only from a second sandbox start on (libcontainer copies the binary once
-// per start otherwise; see BENCHMARKS.md).
+// only from a second sandbox start on (otherwise nsinit seals one copy per
+// process when it first starts a run, and libcontainer one per start; see
+// runtime/launch.go's sealedExe and BENCHMARKS.md).
 func mayStartManySandboxes(argv []string) bool {
 	if len(argv) < 2 {
 		return false

@@ -13,8 +13,10 @@
 // its HTTP and TLS stack, cobra and pflag, kptr's own pipeline and cache
 // (measured: 159 of the binary's 181 package inits, ~190 fewer page faults
 // and ~15% less CPU per sandbox start; GODEBUG=inittrace=1 and perf stat).
-// A dedicated, smaller init binary would do better, but libcontainer offers
-// no way to start anything but /proc/self/exe: see runtime/init.go.
+// libcontainer offers no way to start anything but /proc/self/exe; the
+// namespace tier's default launcher, runtime/nsinit, avoids the Go start
+// altogether (runtime/launch.go), and this init serves the runs it leaves
+// to libcontainer.
 //
 // Importing the package is enough (runtime does); Run is also what
 // runtime.HandleInit calls for "init", for a binary whose inits were

@@ -1,0 +1,10 @@
+package nsinit
+
+// Encode is encode, for the parser tests.
+var Encode = encode
+
+// StartRaw starts an init with body as its spec: what a broken or hostile
+// sender would send, to check that the init's parser holds.
+func StartRaw(s *Spec, body []byte, exe string) (*Proc, error) {
+	return start(s, body, exe, nil, nil, nil)
+}
