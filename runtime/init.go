@@ -102,8 +102,9 @@ func ReexecSealed() {
 	}
 	if !exeseal.IsCloned(sealed) {
 		// A read-only overlayfs view of the binary (an O_PATH fd, no
-		// copy): libcontainer makes the same on every start.
-		sealed.Close()
+		// copy): libcontainer makes the same on every start; nsinit
+		// starts its inits from this one (sealedExe).
+		keepSealed(sealed)
 		sealMode = SealOverlay
 		return
 	}

@@ -437,11 +437,19 @@ func sealedExe(stateDir string) (string, error) {
 			sealErr = err
 			return
 		}
-		sealFile = f
-		sealPath = fmt.Sprintf("/proc/self/fd/%d", f.Fd())
+		sealFile, sealPath = f, fdPath(f)
 	})
 	return sealPath, sealErr
 }
+
+// keepSealed makes f, a sealed clone of the binary, the one nsinit starts
+// from for the rest of the process (ReexecSealed's, when it made one: a
+// second clone per process is not needed).
+func keepSealed(f *os.File) {
+	sealOnce.Do(func() { sealFile, sealPath = f, fdPath(f) })
+}
+
+func fdPath(f *os.File) string { return fmt.Sprintf("/proc/self/fd/%d", f.Fd()) }
 
 // namespaceSeccomp is defaultSeccomp as a BPF program for nsinit: kptr's own
 // filter (seccompFilter, shared with the landlock tier) with network
