@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -80,7 +81,8 @@ const (
 type entry struct {
 	Name   string
 	Kind   entryKind
-	Target string // for symlinks
+	Target string      // for symlinks
+	Mode   os.FileMode // for directories: permission, setgid and sticky bits
 }
 
 // runSpec is everything that determines one run's sandbox.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -126,11 +127,14 @@ func (l *lcContainer) kind() string                    { return LauncherLibconta
 // nsContainer is a container started by runtime/nsinit.
 type nsContainer struct {
 	spec *nsinit.Spec
-	exe  string
-	sio  *stdio
-	cg   cgroups.Manager // nil: no cgroups (unprivileged, or none delegated)
-	res  *cgroups.Resources
-	p    *nsinit.Proc
+	// upperInMemory: the run's overlay has its upper layer on a tmpfs of
+	// its own mount namespace, not in the run-state directory.
+	upperInMemory bool
+	exe           string
+	sio           *stdio
+	cg            cgroups.Manager // nil: no cgroups (unprivileged, or none delegated)
+	res           *cgroups.Resources
+	p             *nsinit.Proc
 }
 
 // nsSetupTimeout bounds an init's set-up and its execve (a hung mount
@@ -266,6 +270,9 @@ func (s *Sandbox) nsinitContainer(spec runSpec, cfg *configs.Config, proc proces
 		return nil, "no sealed copy of kptr: " + err.Error()
 	}
 	n := &nsContainer{spec: ns, exe: exe}
+	if spec.RW != "" {
+		n.upperInMemory = upperInMemory(ns, spec)
+	}
 	if spec.Feat.Cgroups && cfg.Cgroups != nil {
 		if n.cg, n.res, err = runCgroups(cfg.Cgroups); err != nil {
 			return nil, "cgroups: " + err.Error()
@@ -279,6 +286,36 @@ func (s *Sandbox) nsinitContainer(spec runSpec, cfg *configs.Config, proc proces
 		ns.Trees = []nsinit.Tree{{FD: os.NewFile(uintptr(fd), "image-tree"), Target: stage}}
 	}
 	return n, ""
+}
+
+// upperInMemory gives an nsinit run's overlay (spec.RW) its upper layer in
+// memory: the init mounts a tmpfs (the size of /tmp's) on the root's /tmp,
+// makes u, w and u/<dir> for each top-level directory of the image in it
+// (as Mount.Dirs, owned by the init: container root, with the image
+// directory's mode), and stacks the overlay on /tmp over it. The layer
+// then exists only in the run's mount namespace and ends with it: kptr
+// makes and removes nothing in the run-state directory (a dozen directory
+// operations on its file system per run, the largest share of kptr's own
+// cost of a start), and a function's writes to the image are bounded like
+// its /tmp. False, and the layer stays in the run-state directory, when
+// the root's path cannot be spelled in overlay options.
+func upperInMemory(ns *nsinit.Spec, spec runSpec) bool {
+	tmp := filepath.Join(ns.Root, "tmp")
+	i := slices.IndexFunc(ns.Mounts, func(m nsinit.Mount) bool { return m.FSType == "overlay" && m.Target == "/tmp" })
+	if i < 0 || !overlaySafePath(tmp) {
+		return false
+	}
+	dirs := []nsinit.Dir{{Path: "u", Mode: 0o700}, {Path: "w", Mode: 0o700}}
+	for _, e := range spec.Entries {
+		if e.Kind == entryDir && !skippedTop[e.Name] {
+			dirs = append(dirs, nsinit.Dir{Path: "u/" + e.Name, Mode: e.Mode})
+		}
+	}
+	upper := nsinit.Mount{Source: "tmpfs", Target: "/tmp", FSType: "tmpfs", Flags: unix.MS_NOSUID | unix.MS_NODEV,
+		Data: fmt.Sprintf("mode=700,size=%d", tmpSize(spec.Limits)), Dirs: dirs}
+	ns.Mounts[i].Data = overlayData(spec.Image, tmp)
+	ns.Mounts = slices.Insert(ns.Mounts, i, upper)
+	return true
 }
 
 // close releases what a container not started holds (the image's tree).

@@ -156,25 +156,31 @@ echo x > /tmp/x && echo tmp-ok`
 			}
 		}
 	}
-	// A prepared sandbox has its own upper layers while it waits, removed
-	// after its run.
+	// A prepared sandbox has its own upper layer while it waits: with
+	// libcontainer a directory in the state directory, removed after its
+	// run; with nsinit a tmpfs in its own mount namespace, nothing on the
+	// host (upperInMemory).
 	root := writableRootfs(t)[0]
 	b := shBundle(root, `echo p > /etc/kptr-p; cat /etc/kptr-p`)
 	inv := Invocation{AsCurrentUser: true}
 	s.Prepare(context.Background(), b, inv)
-	deadline := time.Now().Add(20 * time.Second)
-	for len(rwDirs(t, dir)) == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
+	s.mu.Lock()
+	pr := s.prepared[len(s.prepared)-1]
+	s.mu.Unlock()
+	<-pr.ready
+	if pr.err != nil {
+		t.Fatalf("prepare: %v", pr.err)
 	}
-	if l := rwDirs(t, dir); len(l) != 1 {
-		t.Fatalf("a prepared sandbox has %v overlay directories, want its own one", l)
+	want := map[string]int{LauncherLibcontainer: 1, LauncherNsinit: 0}[defaultLauncher()]
+	if l := rwDirs(t, dir); len(l) != want {
+		t.Fatalf("a prepared sandbox started by %s has %v overlay directories on the host, want %d", defaultLauncher(), l, want)
 	}
 	res, err := s.Run(context.Background(), b, inv)
 	if err != nil || string(res.Stdout) != "p\n" {
 		t.Fatalf("prepared run: %v %q %q", err, res.Stdout, res.Stderr)
 	}
 	// a prepared run's state is removed in the background once it ended
-	deadline = time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for len(rwDirs(t, dir)) != 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -189,6 +195,43 @@ echo x > /tmp/x && echo tmp-ok`
 	}
 	if l := rwDirs(t, dir); len(l) != 0 {
 		t.Errorf("after a killed run: %v left", l)
+	}
+}
+
+// nsinit's runs keep the overlay's upper layer in memory, on a tmpfs as
+// large as /tmp (Limits.TmpSize): writes to the image are bounded like
+// /tmp's, where libcontainer's take space in the run-state directory's file
+// system.
+func TestOverlayUpperBounded(t *testing.T) {
+	if defaultLauncher() != LauncherNsinit {
+		t.Skip("libcontainer keeps the upper layer in the run-state directory (TestOverlayWritableView)")
+	}
+	dir := filepath.Join(testTmp, "state-overlay-bounded")
+	s, err := New(WithStateDir(dir), WithLimits(Limits{TmpSize: 1 << 20}))
+	must(t, err)
+	t.Cleanup(func() { s.Close() })
+	if !s.Overlay() {
+		t.Skip("overlayfs in a user namespace refused here")
+	}
+	root := writableRootfs(t)[0]
+	res, err := s.Run(context.Background(), shBundle(root, `head -c 262144 /dev/zero > /etc/small && echo small-ok
+{ head -c 2097152 /dev/zero > /etc/big; } 2>&1 || echo big-refused
+grep -E ' /etc | /tmp ' /proc/self/mountinfo | cut -d' ' -f5,9`), Invocation{AsCurrentUser: true})
+	if err != nil {
+		t.Fatalf("run: %v %q", err, res.Stderr)
+	}
+	out := string(res.Stdout)
+	// The tmpfs refuses with ENOSPC, which the overlay (volatile) may
+	// report as EIO.
+	if !strings.Contains(out, "small-ok\n") || !strings.Contains(out, "big-refused\n") ||
+		!strings.Contains(out, "No space left on device") && !strings.Contains(out, "I/O error") {
+		t.Errorf("a 256 KiB write should succeed and a 2 MiB one fail under a 1 MiB bound: %q %q", out, res.Stderr)
+	}
+	if !strings.Contains(out, "/etc overlay\n") {
+		t.Errorf("/etc is not the overlay's: %q", out)
+	}
+	if l := rwDirs(t, dir); len(l) != 0 {
+		t.Errorf("upper layers on the host: %v", l)
 	}
 }
 

@@ -145,7 +145,7 @@ func Probe() ([]ProbeResult, Features) {
 	}
 	if e := steps[ovStep]; e == nil {
 		f.Overlay = true
-		add(ProbeResult{Name: "overlay", Status: StatusOK, Detail: "overlayfs (userxattr) mountable in a user namespace: runs see a writable throw-away overlay of the image (upper layers in the run-state directory, removed after each run), tmpfs /tmp and $HOME"})
+		add(ProbeResult{Name: "overlay", Status: StatusOK, Detail: "overlayfs (userxattr) mountable in a user namespace: runs see a writable throw-away overlay of the image (its upper layer a tmpfs of the run's own; with the libcontainer launcher a directory in the run-state directory, removed after each run), tmpfs /tmp and $HOME"})
 	} else {
 		add(ProbeResult{Name: "overlay", Status: StatusDegraded, Detail: "overlayfs refused (" + e.Error() + "); runs see a read-only image with tmpfs /tmp and $HOME (writes elsewhere fail with EROFS)",
 			Fix: "a kernel ≥ 5.11 (unprivileged overlayfs with userxattr) and a run-state directory ($XDG_RUNTIME_DIR or $TMPDIR) on a file system with user xattrs (ext4, xfs, tmpfs ≥ 6.6; not overlayfs)"})

@@ -446,9 +446,9 @@ func (s *Sandbox) setupWith(b cache.Bundle, inv Invocation, lc bool) (_ *started
 			return nil, fmt.Errorf("prepare root: %w", err)
 		}
 	}
-	if spec.RW != "" {
+	if spec.RW != "" && (ns == nil || !ns.upperInMemory) {
 		st.rw = spec.RW
-		if err := makeUppers(spec.RW, b.Rootfs, entries, feat); err != nil {
+		if err := makeUppers(spec.RW, entries, feat); err != nil {
 			return nil, fmt.Errorf("prepare overlay: %w", err)
 		}
 	}
@@ -514,8 +514,11 @@ func (st *started) destroy(log *slog.Logger) {
 	if st.stateDir == "" {
 		return // destroyed before
 	}
-	// libcontainer's own state, also when Create or Destroy failed midway.
-	removeTree(filepath.Join(st.stateDir, st.id))
+	if _, ns := st.ct.(*nsContainer); !ns {
+		// libcontainer's own state, also when Create or Destroy failed
+		// midway (nsinit keeps none on disk).
+		removeTree(filepath.Join(st.stateDir, st.id))
+	}
 	if st.root != "" {
 		removeTree(st.root)
 	}
@@ -542,13 +545,14 @@ func overlayFor(lower, reach string, feat Features) bool {
 	return !feat.Root || worldTraversable(reach)
 }
 
-// makeUppers creates a run's overlay directory: <rw>/u (the upper layer)
-// with, for each top-level directory of the image, <rw>/u/<dir> (its mode,
-// owned by container root: the view's top-level directories belong to
-// the run's root, who may add files there) and <rw>/w (overlayfs's work
-// directory). When kptr is root the run's container root is host uid
-// rootHostIDBase, which must own them.
-func makeUppers(rw, image string, entries []entry, f Features) error {
+// makeUppers creates a run's overlay directory in the run-state directory
+// (libcontainer's runs; nsinit's keep it in memory, upperInMemory):
+// <rw>/u (the upper layer) with, for each top-level directory of the
+// image, <rw>/u/<dir> (its mode, owned by container root: the view's
+// top-level directories belong to the run's root, who may add files there)
+// and <rw>/w (overlayfs's work directory). When kptr is root the run's
+// container root is host uid rootHostIDBase, which must own them.
+func makeUppers(rw string, entries []entry, f Features) error {
 	u, w := filepath.Join(rw, "u"), filepath.Join(rw, "w")
 	chown := func(p string) error {
 		if f.Root {
@@ -572,10 +576,6 @@ func makeUppers(rw, image string, entries []entry, f Features) error {
 		if e.Kind != entryDir || skippedTop[e.Name] {
 			continue
 		}
-		fi, err := os.Stat(filepath.Join(image, e.Name))
-		if err != nil {
-			return err
-		}
 		d := filepath.Join(u, e.Name)
 		if err := os.Mkdir(d, 0o700); err != nil {
 			return err
@@ -583,7 +583,7 @@ func makeUppers(rw, image string, entries []entry, f Features) error {
 		if err := chown(d); err != nil {
 			return err
 		}
-		if err := os.Chmod(d, fi.Mode()&(os.ModePerm|os.ModeSticky|os.ModeSetgid)); err != nil {
+		if err := os.Chmod(d, e.Mode); err != nil {
 			return err
 		}
 	}
@@ -691,6 +691,11 @@ func (s *Sandbox) topEntries(rootfs string) ([]entry, error) {
 		switch t := de.Type(); {
 		case t.IsDir():
 			e.Kind = entryDir
+			fi, err := de.Info()
+			if err != nil {
+				return nil, err
+			}
+			e.Mode = fi.Mode() & (os.ModePerm | os.ModeSticky | os.ModeSetgid)
 		case t&os.ModeSymlink != 0:
 			e.Kind = entrySymlink
 			if e.Target, err = os.Readlink(filepath.Join(rootfs, e.Name)); err != nil {

@@ -6,6 +6,7 @@ import "C"
 import (
 	"encoding/binary"
 	"fmt"
+	"os"
 	"path"
 	"strings"
 
@@ -25,7 +26,8 @@ const (
 // of the body, then the body in host byte order:
 //
 //	u64 cloneflags, u32 options (NSINIT_OPT_*), str root, strs tree targets,
-//	u32 n, n × {str source, str target, str fstype, u64 flags, str data, u32 create},
+//	u32 n, n × {str source, str target, str fstype, u64 flags, str data, u32 create,
+//	            u32 n, n × {u32 mode, str path}},
 //	strs devices, strs mask paths, strs read-only paths, str hostname,
 //	i32 oom_score_adj, u32 n, n × {i32 resource, u64 cur, u64 max},
 //	u32 umask, u32 uid, u32 gid, str cwd, strs args, strs env,
@@ -83,6 +85,17 @@ func encode(s *Spec) ([]byte, error) {
 		e.u64(uint64(m.Flags))
 		e.str(what+" data", m.Data)
 		e.bool(m.Create)
+		e.count(what+" dirs", len(m.Dirs), maxCount)
+		if len(m.Dirs) > 0 && m.FSType == "" {
+			e.fail(what, "dirs in a bind mount (only in a file system the init mounts)")
+		}
+		for _, d := range m.Dirs {
+			if d.Mode&^(os.ModePerm|os.ModeSetgid|os.ModeSticky) != 0 {
+				e.fail(what+" dir "+d.Path, "mode beyond permission, setgid and sticky bits")
+			}
+			e.u32(unixMode(d.Mode))
+			e.below(what+" dir", d.Path)
+		}
 	}
 	e.count("devices", len(s.Devices), maxCount)
 	for _, d := range s.Devices {
@@ -191,6 +204,27 @@ func (e *encoder) inside(what, p string) {
 		e.fail(what, fmt.Sprintf("%q is not a clean absolute path below /", p))
 	}
 	e.str(what, p)
+}
+
+// below is a relative path the init resolves beneath a mount it made:
+// clean, not ".", no ".." component.
+func (e *encoder) below(what, p string) {
+	if p == "" || path.IsAbs(p) || path.Clean(p) != p || p == "." || p == ".." || strings.HasPrefix(p, "../") {
+		e.fail(what, fmt.Sprintf("%q is not a clean relative path below the mount", p))
+	}
+	e.str(what, p)
+}
+
+// unixMode is m's permission, setgid and sticky bits as mode_t bits.
+func unixMode(m os.FileMode) uint32 {
+	u := uint32(m.Perm())
+	if m&os.ModeSetgid != 0 {
+		u |= unix.S_ISGID
+	}
+	if m&os.ModeSticky != 0 {
+		u |= unix.S_ISVTX
+	}
+	return u
 }
 
 func (e *encoder) paths(what string, v []string) {

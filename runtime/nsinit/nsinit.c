@@ -70,10 +70,17 @@ struct nsinit_mount_attr {
 
 // The spec as parsed: every string points into the received buffer,
 // NUL-terminated there (the parser checked it).
+struct dir {
+	uint32_t mode;
+	const char *path; // relative to the mount's target
+};
+
 struct mnt {
 	const char *source, *target, *fstype, *data;
 	unsigned long flags;
 	uint32_t create;
+	uint32_t ndirs;
+	struct dir *dirs;
 };
 
 struct rlim {
@@ -243,6 +250,24 @@ static const char *path(struct cur *c, const char *what)
 	return s;
 }
 
+// below: p is a relative path of clean components, none "." or "..".
+static int below(const char *p)
+{
+	const char *c = p;
+	if (*p == 0 || *p == '/')
+		return 0;
+	while (*c) {
+		const char *e = strchr(c, '/');
+		size_t n = e ? (size_t)(e - c) : strlen(c);
+		if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+			return 0;
+		c += n;
+		if (*c == '/' && *++c == 0)
+			return 0; // a trailing slash
+	}
+	return 1;
+}
+
 static void parse(const char *buf, size_t len, struct spec *s)
 {
 	struct cur c = {buf, buf + len};
@@ -257,7 +282,7 @@ static void parse(const char *buf, size_t len, struct spec *s)
 	for (uint32_t i = 0; i < s->ntrees; i++)
 		if (s->trees[i][0] != '/')
 			bad("tree target not absolute");
-	s->nmounts = count(&c, 4 * 5 + 8 + 4, NSINIT_MAX_COUNT, "mount count");
+	s->nmounts = count(&c, 4 * 5 + 8 + 4 + 4, NSINIT_MAX_COUNT, "mount count");
 	s->mounts = alloc(s->nmounts, sizeof(*s->mounts));
 	for (uint32_t i = 0; i < s->nmounts; i++) {
 		struct mnt *m = &s->mounts[i];
@@ -267,6 +292,19 @@ static void parse(const char *buf, size_t len, struct spec *s)
 		m->flags = u64(&c);
 		m->data = str(&c);
 		m->create = u32(&c);
+		m->ndirs = count(&c, 4 + 6, NSINIT_MAX_COUNT, "dir count");
+		m->dirs = alloc(m->ndirs, sizeof(*m->dirs));
+		if (m->ndirs > 0 && m->fstype[0] == 0)
+			bad("dirs in a bind mount");
+		for (uint32_t j = 0; j < m->ndirs; j++) {
+			struct dir *d = &m->dirs[j];
+			d->mode = u32(&c);
+			d->path = str(&c);
+			if (d->mode & ~(uint32_t)(S_ISGID | S_ISVTX | 0777))
+				bad("dir mode");
+			if (!below(d->path))
+				bad("dir path not clean and relative");
+		}
 	}
 	s->devices = strs(&c, &s->ndevices, "device count");
 	s->masks = strs(&c, &s->nmasks, "mask count");
@@ -319,11 +357,9 @@ static const char *rel(const char *p)
 	return *p ? p : ".";
 }
 
-// beneath opens p inside the new root without following any symbolic link
-// (an image's /proc or /tmp that is a link to a host path is an error, never
-// a mount there) and without leaving the root. Mounts made before are
-// crossed: each target is opened only once the mounts before it exist.
-static int beneath(const char *p, int flags)
+// beneath_at opens p below the directory dirfd without following any
+// symbolic link and without leaving it.
+static int beneath_at(int dirfd, const char *p, int flags)
 {
 	struct open_how how = {
 		// No O_NOFOLLOW: with it a trailing link would be opened itself
@@ -334,10 +370,16 @@ static int beneath(const char *p, int flags)
 	};
 	long fd;
 	do
-		fd = syscall(SYS_openat2, rootfd, rel(p), &how, sizeof(how));
+		fd = syscall(SYS_openat2, dirfd, rel(p), &how, sizeof(how));
 	while (fd < 0 && errno == EAGAIN);
 	return fd;
 }
+
+// beneath opens p inside the new root without following any symbolic link
+// (an image's /proc or /tmp that is a link to a host path is an error, never
+// a mount there) and without leaving the root. Mounts made before are
+// crossed: each target is opened only once the mounts before it exist.
+static int beneath(const char *p, int flags) { return beneath_at(rootfd, p, flags); }
 
 // itoa writes v in decimal into buf and returns it.
 static char *itoa(char buf[24], long v)
@@ -412,6 +454,46 @@ static void create(const struct mnt *m, int dir)
 	if (err)
 		fail(err, "create", m->target);
 	close(pfd);
+}
+
+// mkdirs makes m's Dirs in the file system just mounted at its target, the
+// init's own (nothing else can have made a link there, and none is
+// followed), each with exactly its mode.
+static void mkdirs(const struct mnt *m)
+{
+	int mfd;
+
+	if (m->ndirs == 0)
+		return;
+	mfd = beneath(m->target, O_DIRECTORY);
+	if (mfd < 0)
+		fail(errno, "mount target", m->target);
+	for (uint32_t i = 0; i < m->ndirs; i++) {
+		const struct dir *d = &m->dirs[i];
+		const char *base = strrchr(d->path, '/');
+		int pfd = mfd;
+		if (base != NULL) {
+			char parent[4096];
+			size_t pl = (size_t)(base - d->path);
+			if (pl >= sizeof(parent))
+				fail(ENAMETOOLONG, "mkdir", d->path);
+			memcpy(parent, d->path, pl);
+			parent[pl] = 0;
+			pfd = beneath_at(mfd, parent, O_DIRECTORY);
+			if (pfd < 0)
+				fail(errno, "mkdir", d->path);
+			base++;
+		} else {
+			base = d->path;
+		}
+		if (mkdirat(pfd, base, 0700) < 0)
+			fail(errno, "mkdir", d->path);
+		if (fchmodat(pfd, base, d->mode, 0) < 0)
+			fail(errno, "chmod", d->path);
+		if (pfd != mfd)
+			close(pfd);
+	}
+	close(mfd);
 }
 
 // locked is the flags of the mount holding fd that a bind remount must keep.
@@ -525,6 +607,7 @@ static void do_mount(const struct mnt *m, int track)
 	if (mount(m->source, fdpath(t, tfd), m->fstype, m->flags, m->data[0] ? m->data : NULL) < 0)
 		fail(errno, "mount", m->target);
 	close(tfd);
+	mkdirs(m);
 	if (track) {
 		// Remember the new file system so that Create may make mount
 		// points in it.

@@ -97,6 +97,19 @@ type Mount struct {
 	// Source is not a directory) in its parent, which must already be inside
 	// a file system the init mounted (tmpfs): never in the image.
 	Create bool
+	// Dirs are made, in order, inside the file system this mount has just
+	// mounted (not a bind): paths relative to Target, each below one made
+	// before it or the mount's root, with exactly Mode (permission, setgid
+	// and sticky bits), owned by the init's uid then (container root). An
+	// overlay's upper and work directories on a tmpfs are made this way,
+	// in the run's mount namespace only.
+	Dirs []Dir
+}
+
+// Dir is one directory of Mount.Dirs.
+type Dir struct {
+	Path string
+	Mode os.FileMode
 }
 
 // Tree is a detached mount tree and where the init attaches it.

@@ -673,6 +673,13 @@ func TestSpecRejected(t *testing.T) {
 		"device elsewhere":  func(s *nsinit.Spec) { s.Devices = append(s.Devices, "/etc/passwd") },
 		"too large":         func(s *nsinit.Spec) { s.Env = append(s.Env, "BIG="+strings.Repeat("x", 1<<20)) },
 		"too many":          func(s *nsinit.Spec) { s.Env = slices.Repeat([]string{"A=b"}, 5000) },
+		"dirs in a bind": func(s *nsinit.Spec) {
+			s.Mounts[0] = nsinit.Mount{Source: "/proc", Target: "/proc", Flags: unix.MS_BIND, Dirs: []nsinit.Dir{{Path: "x", Mode: 0o755}}}
+		},
+		"dir climbing out": func(s *nsinit.Spec) { s.Mounts[2].Dirs = []nsinit.Dir{{Path: "../etc", Mode: 0o755}} },
+		"absolute dir":     func(s *nsinit.Spec) { s.Mounts[2].Dirs = []nsinit.Dir{{Path: "/etc", Mode: 0o755}} },
+		"unclean dir":      func(s *nsinit.Spec) { s.Mounts[2].Dirs = []nsinit.Dir{{Path: "a//b", Mode: 0o755}} },
+		"setuid dir":       func(s *nsinit.Spec) { s.Mounts[2].Dirs = []nsinit.Dir{{Path: "a", Mode: 0o755 | os.ModeSetuid}} },
 	} {
 		s := spec(root, "container")
 		mod(s)
@@ -750,6 +757,50 @@ func TestOverlay(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(lower, "data/new")); !os.IsNotExist(err) {
 		t.Errorf("written into the image: %v", err)
+	}
+}
+
+// TestOverlayUpperInTmpfs: an overlay whose upper layer is on a tmpfs the
+// init mounted on /tmp, its directories made by Mount.Dirs (as the runtime
+// gives runs their writable view of the image): a directory of the image
+// that container root does not own (as root, the cache is host root's) is
+// writable through the upper directory made for it, with exactly the mode
+// asked for; nothing is written on the host, neither in the image nor
+// below the root.
+func TestOverlayUpperInTmpfs(t *testing.T) {
+	root := newRoot(t)
+	lower, err := os.MkdirTemp(testTmp, "lower-")
+	must(t, err)
+	must(t, os.Chmod(lower, 0o755))
+	must(t, os.Mkdir(filepath.Join(lower, "data"), 0o755))
+	must(t, os.WriteFile(filepath.Join(lower, "data/old"), []byte("image"), 0o644))
+	withUpper := func(args ...string) *nsinit.Spec {
+		s := spec(root, args...)
+		s.Mounts = append([]nsinit.Mount{
+			{Source: "tmpfs", Target: "/tmp", FSType: "tmpfs", Flags: unix.MS_NOSUID | unix.MS_NODEV, Data: "mode=700,size=1m",
+				Dirs: []nsinit.Dir{{Path: "u", Mode: 0o700}, {Path: "w", Mode: 0o700}, {Path: "u/data", Mode: 0o775 | os.ModeSetgid}}},
+			{Source: "overlay", Target: "/tmp", FSType: "overlay", Flags: unix.MS_NOSUID | unix.MS_NODEV,
+				Data: "lowerdir=" + lower + ",upperdir=" + root + "/tmp/u,workdir=" + root + "/tmp/w,userxattr"},
+			{Source: filepath.Join(root, "tmp", "data"), Target: "/work", Flags: unix.MS_BIND | unix.MS_REC},
+		}, s.Mounts...)
+		return s
+	}
+	res, err := run(t, withUpper("write", "/work/new"), "")
+	must(t, err)
+	if !strings.Contains(res.out, "/work/new: written") {
+		t.Errorf("write: %q", res.out)
+	}
+	res, err = run(t, withUpper("ls", "/"), "")
+	must(t, err)
+	if !strings.Contains(res.out, "work dgrwxrwxr-x\n") {
+		t.Errorf("the upper directory's mode: %q, want work dgrwxrwxr-x", res.out)
+	}
+	for _, d := range []string{filepath.Join(root, "tmp"), filepath.Join(lower, "data")} {
+		des, err := os.ReadDir(d)
+		must(t, err)
+		if len(des) > 0 && !(d == filepath.Join(lower, "data") && len(des) == 1 && des[0].Name() == "old") {
+			t.Errorf("written on the host in %s: %v", d, des)
+		}
 	}
 }
 
