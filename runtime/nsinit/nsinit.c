@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -849,9 +850,16 @@ static void credentials(const struct spec *s)
 	}
 }
 
+// The container's init runs on a stack of its own (it shares this
+// process's memory until it executes the function): 256 KiB above a guard
+// page. Its deepest frames hold a few path buffers of 4 KiB.
+#define INIT_STACK (256 << 10)
+
+static int container(void *arg);
+
 // namespaces enters the spec's namespaces (but the cgroup namespace, which
 // the container's init unshares once the parent has joined it to its
-// cgroups) and forks the container's init; this process then exits. It is
+// cgroups) and clones the container's init; this process then exits. It is
 // the parent's plain child (a vfork and exec for the parent, whatever its
 // size: a clone with CLONE_NEWUSER would be a full fork of it):
 //   - the user namespace first, mapped by the parent, which alone may map
@@ -860,10 +868,17 @@ static void credentials(const struct spec *s)
 //   - the others, then a clone: a new pid namespace takes effect from the
 //     next child, which is pid 1 there. CLONE_PARENT makes it the parent's
 //     child, the process the parent waits for and kills through a pidfd.
+//     CLONE_VM: it shares this process's memory (nothing of it is copied,
+//     and this process's exit frees nothing) until it executes the
+//     function, which replaces it. The two never run the same code at
+//     once: this process only reports the pid and exits, and the parent
+//     reaps it before it lets the container's init go on (NSINIT_GO_SETUP);
+//     until then that one only sets its parent-death signal and reads. No
+//     allocation happens in either after the clone.
 static void namespaces(const struct spec *s)
 {
 	unsigned long rest = s->cloneflags & ~(unsigned long)(CLONE_NEWUSER | CLONE_NEWCGROUP);
-	char go;
+	char go, *stack;
 	long pid;
 
 	if (s->cloneflags & CLONE_NEWUSER) {
@@ -884,25 +899,57 @@ static void namespaces(const struct spec *s)
 	}
 	if (rest != 0 && unshare(rest) < 0)
 		fail(errno, "unshare", "namespaces");
-	pid = syscall(SYS_clone, CLONE_PARENT | SIGCHLD, 0, 0, 0, 0);
+	stack = mmap(NULL, INIT_STACK + 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (stack == MAP_FAILED)
+		fail(errno, "mmap", "stack");
+	if (mprotect(stack, 4096, PROT_NONE) < 0)
+		fail(errno, "mprotect", "stack guard");
+	pid = clone(container, stack + INIT_STACK + 4096, CLONE_VM | CLONE_PARENT | SIGCHLD, (void *)s);
 	if (pid < 0)
 		fail(errno, "clone", NULL);
-	if (pid > 0) {
-		report(NSINIT_PID, (int)pid, "", NULL);
-		_exit(0);
-	}
-	// The container's init. Its parent-death signal is its own (a clone
-	// does not inherit one); if kptr died before this line, the socket's
-	// EOF ends it at the next read.
+	report(NSINIT_PID, (int)pid, "", NULL);
+	_exit(0);
+}
+
+// container is the container's init, pid 1 of its pid namespace: it waits
+// for the parent's go, sets the container up, reports ready, waits for the
+// release and executes the function.
+static int container(void *arg)
+{
+	const struct spec *s = arg;
+	char go;
+
+	// Its parent-death signal is its own (a clone does not inherit one);
+	// if kptr died before this line, the socket's EOF ends it at the next
+	// read.
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		fail(errno, "pdeathsig", NULL);
+	readfull(&go, 1);
+	if (go != NSINIT_GO_SETUP)
+		bad("expected the set-up");
+	// Now: the parent has joined the init to its cgroups, which become the
+	// namespace's root.
+	if ((s->cloneflags & CLONE_NEWCGROUP) && unshare(CLONE_NEWCGROUP) < 0)
+		fail(errno, "unshare", "cgroup");
+	filesystem(s);
+	system_settings(s);
+	credentials(s);
+
+	report(NSINIT_READY, 0, "", NULL);
+	readfull(&go, 1); // EOF: the parent is gone or gave up
+	execve(s->args[0], s->args, s->env);
+	report(NSINIT_ERR, errno, "exec", s->args[0]);
+	_exit(127);
 }
+
+// the spec, shared with the container's init (static: it outlives the
+// frame of the process that parsed it)
+static struct spec spec;
 
 static void init(void)
 {
-	struct spec s;
 	uint32_t hdr[2];
-	char *buf, go;
+	char *buf;
 
 	if (fcntl(syncfd, F_SETFD, FD_CLOEXEC) < 0)
 		fail(errno, "fcntl", NULL);
@@ -917,31 +964,13 @@ static void init(void)
 	if (buf == NULL)
 		fail(ENOMEM, "spec", NULL);
 	readfull(buf, hdr[1]);
-	memset(&s, 0, sizeof(s));
-	parse(buf, hdr[1], &s);
+	parse(buf, hdr[1], &spec);
 	// Nothing but fds 0-2, the sync socket and the trees (attached and
 	// closed before the pivot) may reach the function; the socket is
 	// closed by execve.
-	if (syscall(SYS_close_range, syncfd + 1 + s.ntrees, ~0U, 0) < 0)
+	if (syscall(SYS_close_range, syncfd + 1 + spec.ntrees, ~0U, 0) < 0)
 		fail(errno, "close_range", NULL);
-
-	namespaces(&s);
-	readfull(&go, 1);
-	if (go != NSINIT_GO_SETUP)
-		bad("expected the set-up");
-	// Now: the parent has joined the init to its cgroups, which become the
-	// namespace's root.
-	if ((s.cloneflags & CLONE_NEWCGROUP) && unshare(CLONE_NEWCGROUP) < 0)
-		fail(errno, "unshare", "cgroup");
-	filesystem(&s);
-	system_settings(&s);
-	credentials(&s);
-
-	report(NSINIT_READY, 0, "", NULL);
-	readfull(&go, 1); // EOF: the parent is gone or gave up
-	execve(s.args[0], s.args, s.env);
-	report(NSINIT_ERR, errno, "exec", s.args[0]);
-	_exit(127);
+	namespaces(&spec); // does not return
 }
 
 // nsinit_ctor is the whole init when the process is one (argv[1] and the

@@ -10,7 +10,10 @@
 // namespaces itself, the user namespace first (the caller writes its uid
 // and gid maps, as only it may map more than its own ids), and clones the
 // container's init, pid 1 of the new pid namespace, as the caller's child
-// (CLONE_PARENT), as runc's nsexec does. A Go clone with CLONE_NEWUSER would
+// (CLONE_PARENT), as runc's nsexec does; the clone shares the first
+// process's memory (CLONE_VM, its own stack) until the function is
+// executed, so no page table is copied and the first process's exit frees
+// none (about 10 % of an init's CPU). A Go clone with CLONE_NEWUSER would
 // be a full fork of the caller instead: measured +8 ms per start for a
 // small process, +28 ms for one holding 300 MB, what a render of a large
 // package does.
