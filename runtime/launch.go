@@ -298,11 +298,14 @@ func (s *Sandbox) nsinitContainer(spec runSpec, cfg *configs.Config, proc proces
 // operations on its file system per run, the largest share of kptr's own
 // cost of a start), and a function's writes to the image are bounded like
 // its /tmp. False, and the layer stays in the run-state directory, when
-// the root's path cannot be spelled in overlay options.
+// the root's path cannot be spelled in overlay options or the kernel's
+// tmpfs has no user xattrs (before 6.6): overlayfs would mount, but could
+// not mark a directory opaque (a function's rm -r and mkdir of an image
+// directory would fail).
 func upperInMemory(ns *nsinit.Spec, spec runSpec) bool {
 	tmp := filepath.Join(ns.Root, "tmp")
 	i := slices.IndexFunc(ns.Mounts, func(m nsinit.Mount) bool { return m.FSType == "overlay" && m.Target == "/tmp" })
-	if i < 0 || !overlaySafePath(tmp) {
+	if i < 0 || !overlaySafePath(tmp) || !tmpfsUserXattrs() {
 		return false
 	}
 	dirs := []nsinit.Dir{{Path: "u", Mode: 0o700}, {Path: "w", Mode: 0o700}}
@@ -316,6 +319,27 @@ func upperInMemory(ns *nsinit.Spec, spec runSpec) bool {
 	ns.Mounts[i].Data = overlayData(spec.Image, tmp)
 	ns.Mounts = slices.Insert(ns.Mounts, i, upper)
 	return true
+}
+
+// tmpfsUserXattrs: the running kernel's tmpfs takes user.* xattrs, which
+// an overlay's upper layer needs with userxattr (Linux 6.6; a kernel that
+// backports them is taken for older, and keeps its upper layers on disk).
+var tmpfsUserXattrs = sync.OnceValue(func() bool {
+	var uts unix.Utsname
+	if unix.Uname(&uts) != nil {
+		return false
+	}
+	return kernelAtLeast(unix.ByteSliceToString(uts.Release[:]), 6, 6)
+})
+
+// kernelAtLeast compares a kernel release ("6.18.44-fc-v782") with
+// major.minor.
+func kernelAtLeast(release string, major, minor int) bool {
+	var ma, mi int
+	if n, _ := fmt.Sscanf(release, "%d.%d", &ma, &mi); n != 2 {
+		return false
+	}
+	return ma > major || ma == major && mi >= minor
 }
 
 // close releases what a container not started holds (the image's tree).

@@ -192,3 +192,16 @@ func TestLauncherUnderSeccomp(t *testing.T) {
 		t.Errorf("then: %s, want %s", got, wantAfter)
 	}
 }
+
+// kernelAtLeast reads a release as uname gives it; tmpfs's user xattrs,
+// which an in-memory upper layer needs, came with 6.6.
+func TestKernelAtLeast(t *testing.T) {
+	for rel, want := range map[string]bool{
+		"6.18.44-fc-v782": true, "6.6.0": true, "6.10": true, "7.0.1": true,
+		"6.5.13-generic": false, "5.15.0-91-generic": false, "": false, "x.y": false,
+	} {
+		if got := kernelAtLeast(rel, 6, 6); got != want {
+			t.Errorf("kernelAtLeast(%q, 6, 6) = %v, want %v", rel, got, want)
+		}
+	}
+}
