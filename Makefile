@@ -80,7 +80,7 @@ bench-runtime: ## per-run cost of the sandbox (cold, pipelined, prepared) vs bar
 	  echo "== as uid $(UNPRIV_UID), no capabilities, no_new_privs (the sidecar)"; \
 	  cd "$$d" && env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=$$d/home TMPDIR=$$d/tmp KPTR_FIXTURE_BIN_DIR=$$d/bin \
 	    setpriv --reuid=$(UNPRIV_UID) --regid=$(UNPRIV_UID) --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs \
-	    ./runtime.test -test.run '^$$' -test.bench 'BenchmarkRun(KRM)?/(bare|bwrap|kptr|kptr-libcontainer|kptr-readonly|kptr-pipelined|kptr-prepared|kptr-prepared-readonly)$$' -test.benchtime 100x; fi
+	    ./runtime.test -test.run '^$$' -test.bench 'BenchmarkRun(KRM)?/(bare|bwrap|kptr|kptr-libcontainer|kptr-readonly|kptr-pipelined|kptr-prepared|kptr-prepared-readonly|landlock)$$' -test.benchtime 100x; fi
 
 bench-cache: ## cache benchmarks: cold pull vs skopeo+umoci, cached resolve, peak RSS (figures → BENCHMARKS.md)
 	$(GO) test -run '^$$' -bench . -benchtime 2000x -count 1 ./cache

@@ -53,10 +53,6 @@ func HandleInit() {
 		containerinit.Run() // never returns
 	case probeArg:
 		os.Exit(probeChild(os.Args[2:]))
-	case landlockLaunchArg:
-		launcherMain()
-	case landlockExecArg:
-		confinerMain()
 	case landlockProbeArg:
 		if len(os.Args) > 2 {
 			landlockProbeMain(os.Args[2])

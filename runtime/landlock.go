@@ -3,7 +3,6 @@ package runtime
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -21,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/runtime/nsinit"
 )
 
 // Landlock is the namespace-free tier: it runs a bundle's entrypoint as a
@@ -29,7 +28,8 @@ import (
 // AppArmor profile or kernel (Bottlerocket: no user namespaces) refuses the
 // namespaces Sandbox needs. It is safe for concurrent use.
 //
-// Guarantees of a Landlock run (landlock_child.go describes the processes):
+// Guarantees of a Landlock run (runtime/nsinit's landlock.c describes the
+// processes: kptr's C launcher and confiner):
 //   - The function reads and executes only beneath the image's rootfs and
 //     reads and writes only beneath its private run directory ($HOME and
 //     $TMPDIR point there; removed after the run), plus /dev/null,
@@ -297,12 +297,11 @@ func (l *Landlock) run(ctx context.Context, b cache.Bundle, inv Invocation) (Res
 		return Result{}, fmt.Errorf("run directory: %w", err)
 	}
 	defer removeTree(runDir)
-	specR, specW, err := os.Pipe()
+	ll, err := l.launch(spec)
 	if err != nil {
 		return Result{}, err
 	}
-	defer specR.Close()
-	defer specW.Close()
+	defer ll.Ruleset.Close()
 	statusR, statusW, err := os.Pipe()
 	if err != nil {
 		return Result{}, err
@@ -316,37 +315,28 @@ func (l *Landlock) run(ctx context.Context, b cache.Bundle, inv Invocation) (Res
 		return Result{}, err
 	}
 	defer sio.close()
-	// The launcher checks that kptr is still its parent by pid: kptr may be
-	// pid 1 itself (the entrypoint of `docker run`/`podman run`).
-	cmd := exec.Command("/proc/self/exe", landlockLaunchArg, strconv.Itoa(os.Getpid()))
-	cmd.Env = []string{}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = sio.childIn, sio.childOut, sio.childErr
-	cmd.ExtraFiles = []*os.File{specR, statusW}
-	// SIGTERM, not SIGKILL: the launcher ends the run's processes first.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	if err := onStableThread(cmd.Start); err != nil {
-		sio.closeChild()
+	// The launcher and the confiner are C (runtime/nsinit's landlock.c):
+	// no Go start between kptr and the function.
+	var launcher *os.Process
+	err = onStableThread(func() (err error) {
+		launcher, err = nsinit.StartLandlock(ll, "/proc/self/exe", sio.childIn, sio.childOut, sio.childErr, statusW)
+		return err
+	})
+	sio.closeChild()
+	statusW.Close()
+	ll.Ruleset.Close()
+	if err != nil && launcher == nil {
 		return Result{}, fmt.Errorf("start: %w", err)
 	}
-	sio.closeChild()
-	specR.Close()
-	statusW.Close()
-	// The spec is small (pipe buffer); the launcher passes the pipe to the
-	// confiner, which reads it.
-	werr := json.NewEncoder(specW).Encode(spec)
-	specW.Close()
+	werr := err
 	var statusBuf bytes.Buffer
 	statusDone := make(chan struct{})
 	go func() { _, _ = io.Copy(&statusBuf, io.LimitReader(statusR, 64<<10)); close(statusDone) }()
 	sio.start()
-	launcher := cmd.Process
 	var escalate *time.Timer
 	// The launcher is the run's subreaper: asked with SIGTERM, it kills and
 	// reaps every process of the run, then exits; the reaper bounds the wait.
-	r := newReaper(launcher.Pid, func() (*os.ProcessState, error) {
-		err := cmd.Wait()
-		return cmd.ProcessState, ignoreExit(err)
-	}, func() {
+	r := newReaper(launcher.Pid, launcher.Wait, func() {
 		_ = launcher.Signal(syscall.SIGTERM)
 		// A launcher that cannot end the run in time is killed.
 		escalate = time.AfterFunc(launcherGrace, func() { _ = launcher.Kill() })
@@ -360,9 +350,39 @@ func (l *Landlock) run(ctx context.Context, b cache.Bundle, inv Invocation) (Res
 		return res, &confineError{msg}
 	}
 	if werr != nil && err == nil {
-		return res, fmt.Errorf("send run spec: %w", werr)
+		return res, fmt.Errorf("start: %w", werr)
 	}
 	return res, err
+}
+
+// launch is the run's spec as the C launcher takes it: the Landlock ruleset
+// built here (the caller closes it), the seccomp program, RLIMIT_NPROC.
+func (l *Landlock) launch(spec confineSpec) (*nsinit.Landlock, error) {
+	if !ownSeccompFilter {
+		return nil, fmt.Errorf("the landlock tier's seccomp filter is not built for this architecture")
+	}
+	ll := &nsinit.Landlock{
+		UID: spec.UID, GID: spec.GID, NoFile: spec.NoFile, FSize: spec.FSize,
+		Dir: spec.Dir, Path: spec.Exec.Path, Args: spec.Exec.Argv, Env: spec.Env,
+		Seccomp: seccompFilter(spec.Policy.Network, spec.NoMetadata),
+	}
+	if spec.Pids > 0 {
+		// RLIMIT_NPROC counts the uid's tasks, not the run's.
+		uid := os.Getuid()
+		if spec.UID >= 0 {
+			uid = spec.UID
+		}
+		ll.NProc = uint64(tasksOf(uid)) + spec.Pids
+	}
+	if spec.Policy.OwnProc {
+		ll.ProcRights = procRights
+	}
+	rs, err := spec.Policy.ruleset(spec.ABI)
+	if err != nil {
+		return nil, &confineError{err.Error()}
+	}
+	ll.Ruleset = os.NewFile(uintptr(rs), "landlock-ruleset")
+	return ll, nil
 }
 
 // launcherGrace is how long the launcher may take to end a run's processes

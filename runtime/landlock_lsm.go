@@ -94,8 +94,31 @@ type landlockPolicy struct {
 // restrictSelf applies p to the calling thread (and, once it calls execve,
 // to the program it executes). The thread must have no_new_privs set.
 func (p landlockPolicy) restrictSelf(abi int) error {
+	rs, err := p.ruleset(abi)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(rs)
+	if p.OwnProc {
+		if err := addPathRule(rs, fmt.Sprintf("/proc/%d", os.Getpid()), procRights); err != nil {
+			return err
+		}
+	}
+	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(rs), 0, 0); errno != 0 {
+		return fmt.Errorf("landlock_restrict_self: %w", errno)
+	}
+	return nil
+}
+
+// procRights are what OwnProc grants on the process's own /proc/<pid>.
+const procRights = unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_READ_DIR
+
+// ruleset is p as a Landlock ruleset descriptor, but for OwnProc (the rule
+// on /proc/<pid> needs the pid of the process that restricts itself, which
+// adds it).
+func (p landlockPolicy) ruleset(abi int) (int, error) {
 	if abi < abiFS {
-		return fmt.Errorf("landlock unavailable")
+		return -1, fmt.Errorf("landlock unavailable")
 	}
 	all := fsRights(abi)
 	attr := rulesetAttr{fs: all}
@@ -114,10 +137,10 @@ func (p landlockPolicy) restrictSelf(abi int) error {
 	}
 	fd, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), size, 0)
 	if errno != 0 {
-		return fmt.Errorf("landlock_create_ruleset: %w", errno)
+		return -1, fmt.Errorf("landlock_create_ruleset: %w", errno)
 	}
 	rs := int(fd)
-	defer unix.Close(rs)
+	unix.CloseOnExec(rs)
 	add := func(paths []string, rights uint64) error {
 		for _, p := range paths {
 			if err := addPathRule(rs, p, rights&all); err != nil {
@@ -132,18 +155,11 @@ func (p landlockPolicy) restrictSelf(abi int) error {
 		rights uint64
 	}{{p.ReadExec, rightsRX}, {p.ReadWrite, rw}, {p.DevRW, rightsFileRW}, {p.DevRead, unix.LANDLOCK_ACCESS_FS_READ_FILE}} {
 		if err := add(r.paths, r.rights); err != nil {
-			return err
+			unix.Close(rs)
+			return -1, err
 		}
 	}
-	if p.OwnProc {
-		if err := addPathRule(rs, fmt.Sprintf("/proc/%d", os.Getpid()), unix.LANDLOCK_ACCESS_FS_READ_FILE|unix.LANDLOCK_ACCESS_FS_READ_DIR); err != nil {
-			return err
-		}
-	}
-	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(rs), 0, 0); errno != 0 {
-		return fmt.Errorf("landlock_restrict_self: %w", errno)
-	}
-	return nil
+	return rs, nil
 }
 
 // addPathRule allows rights beneath path (for a file: on it; only the file

@@ -178,3 +178,55 @@ func waitCode(t *testing.T, cmd *exec.Cmd) int {
 		return -1
 	}
 }
+
+// childrenOf lists the children of process pid: from the children files of
+// its threads (/proc/PID/task/*/children: children and reparented orphans
+// attach to one of its threads), else by the parent field of every
+// /proc/*/stat (kernels without CONFIG_PROC_CHILDREN).
+func childrenOf(pid int) []int {
+	self := "/proc/" + strconv.Itoa(pid)
+	if tasks, err := os.ReadDir(self + "/task"); err == nil {
+		var out []int
+		ok := true
+		for _, t := range tasks {
+			b, err := os.ReadFile(self + "/task/" + t.Name() + "/children")
+			if err != nil {
+				ok = false
+				break
+			}
+			for _, f := range strings.Fields(string(b)) {
+				if n, err := strconv.Atoi(f); err == nil {
+					out = append(out, n)
+				}
+			}
+		}
+		if ok {
+			return out
+		}
+	}
+	des, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	want := strconv.Itoa(pid)
+	for _, de := range des {
+		n, err := strconv.Atoi(de.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + de.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+		i := strings.LastIndexByte(string(b), ')')
+		if i < 0 {
+			continue
+		}
+		if f := strings.Fields(string(b[i+1:])); len(f) > 1 && f[1] == want {
+			out = append(out, n)
+		}
+	}
+	return out
+}

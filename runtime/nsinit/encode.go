@@ -123,12 +123,13 @@ func encode(s *Spec) ([]byte, error) {
 	}
 	e.strs("args", s.Args)
 	e.strs("env", s.Env)
-	e.count("seccomp program", len(s.Seccomp), maxBPFInsns)
-	for _, f := range s.Seccomp {
-		e.b = binary.NativeEndian.AppendUint16(e.b, f.Code)
-		e.b = append(e.b, f.Jt, f.Jf)
-		e.u32(f.K)
-	}
+	e.bpf(s.Seccomp)
+	return e.finish()
+}
+
+// finish checks the whole spec's size and writes the body's length after
+// the magic.
+func (e *encoder) finish() ([]byte, error) {
 	if e.err == nil && len(e.b)-8 > maxSpec {
 		e.fail("spec", fmt.Sprintf("%d bytes, more than %d", len(e.b)-8, maxSpec))
 	}
@@ -225,6 +226,16 @@ func unixMode(m os.FileMode) uint32 {
 		u |= unix.S_ISVTX
 	}
 	return u
+}
+
+// bpf is a classic BPF program: u32 n, n × struct sock_filter (8 bytes).
+func (e *encoder) bpf(p []unix.SockFilter) {
+	e.count("seccomp program", len(p), maxBPFInsns)
+	for _, f := range p {
+		e.b = binary.NativeEndian.AppendUint16(e.b, f.Code)
+		e.b = append(e.b, f.Jt, f.Jf)
+		e.u32(f.K)
+	}
 }
 
 func (e *encoder) paths(what string, v []string) {

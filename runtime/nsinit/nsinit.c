@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "nsinit.h"
+#include "wire.h"
 
 #ifndef __GLIBC__
 #error "nsinit.c reads argv from its constructor's arguments, which glibc passes"
@@ -154,92 +155,7 @@ static void __attribute__((noreturn)) fail(int err, const char *step, const char
 	_exit(1);
 }
 
-// readfull reads exactly n bytes, or ends the init: EOF means the parent is
-// gone (or gave up), so there is nobody to report to.
-static void readfull(void *p, size_t n)
-{
-	char *b = p;
-	while (n > 0) {
-		ssize_t r = read(syncfd, b, n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			fail(errno, "read spec", NULL);
-		if (r == 0)
-			_exit(1);
-		b += r;
-		n -= r;
-	}
-}
-
-// --- the bounded spec parser ---------------------------------------------
-
-struct cur {
-	const char *p, *end;
-};
-
-static void bad(const char *what) { fail(EINVAL, "spec", what); }
-
-static uint32_t u32(struct cur *c)
-{
-	uint32_t v;
-	if ((size_t)(c->end - c->p) < 4)
-		bad("truncated");
-	memcpy(&v, c->p, 4);
-	c->p += 4;
-	return v;
-}
-
-static uint64_t u64(struct cur *c)
-{
-	uint64_t v;
-	if ((size_t)(c->end - c->p) < 8)
-		bad("truncated");
-	memcpy(&v, c->p, 8);
-	c->p += 8;
-	return v;
-}
-
-// str is a u32 length, that many bytes free of NUL, then one NUL.
-static const char *str(struct cur *c)
-{
-	uint32_t n = u32(c);
-	const char *s = c->p;
-	if ((size_t)(c->end - c->p) < (size_t)n + 1)
-		bad("string beyond the end");
-	if (memchr(s, 0, n) != NULL || s[n] != 0)
-		bad("string with a NUL or unterminated");
-	c->p += (size_t)n + 1;
-	return s;
-}
-
-// count reads a count and checks it against what is left (each element
-// takes at least min bytes) and a cap, before anything is allocated.
-static uint32_t count(struct cur *c, size_t min, uint32_t cap, const char *what)
-{
-	uint32_t n = u32(c);
-	if (n > cap || (size_t)n > (size_t)(c->end - c->p) / min)
-		bad(what);
-	return n;
-}
-
-static void *alloc(size_t n, size_t size)
-{
-	void *p = calloc(n + 1, size); // +1: argv and envp end with NULL
-	if (p == NULL)
-		fail(ENOMEM, "spec", NULL);
-	return p;
-}
-
-static const char **strs(struct cur *c, uint32_t *n, const char *what)
-{
-	const char **v;
-	*n = count(c, 5, NSINIT_MAX_COUNT, what);
-	v = alloc(*n, sizeof(*v));
-	for (uint32_t i = 0; i < *n; i++)
-		v[i] = str(c);
-	return v;
-}
+static void readfull(void *p, size_t n) { readfull_fd(syncfd, p, n); }
 
 // path checks a path is absolute (what the resolution beneath the root
 // expects: it strips the leading slashes).
@@ -272,7 +188,6 @@ static int below(const char *p)
 static void parse(const char *buf, size_t len, struct spec *s)
 {
 	struct cur c = {buf, buf + len};
-	uint32_t n;
 
 	s->cloneflags = u64(&c);
 	s->opts = u32(&c);
@@ -336,14 +251,7 @@ static void parse(const char *buf, size_t len, struct spec *s)
 	if (s->nargs == 0 || s->args[0][0] != '/')
 		bad("args[0] not an absolute path");
 	s->env = (char **)strs(&c, &s->nenv, "env count");
-	n = count(&c, sizeof(struct sock_filter), BPF_MAXINSNS, "seccomp program length");
-	s->nfilter = n;
-	s->filter = alloc(n, sizeof(struct sock_filter));
-	if (n > 0)
-		memcpy(s->filter, c.p, (size_t)n * sizeof(struct sock_filter));
-	c.p += (size_t)n * sizeof(struct sock_filter);
-	if (c.p != c.end)
-		bad("trailing bytes");
+	s->filter = bpf_last(&c, &s->nfilter);
 }
 
 // --- paths beneath the root ----------------------------------------------
@@ -948,23 +856,15 @@ static struct spec spec;
 
 static void init(void)
 {
-	uint32_t hdr[2];
+	uint32_t len;
 	char *buf;
 
 	if (fcntl(syncfd, F_SETFD, FD_CLOEXEC) < 0)
 		fail(errno, "fcntl", NULL);
 	if (syncfd > 3 && syscall(SYS_close_range, 3, syncfd - 1, 0) < 0)
 		fail(errno, "close_range", NULL);
-	readfull(hdr, sizeof(hdr));
-	if (hdr[0] != NSINIT_MAGIC)
-		bad("magic");
-	if (hdr[1] > NSINIT_MAX_SPEC)
-		bad("too large");
-	buf = malloc(hdr[1] + 1);
-	if (buf == NULL)
-		fail(ENOMEM, "spec", NULL);
-	readfull(buf, hdr[1]);
-	parse(buf, hdr[1], &spec);
+	buf = read_spec(syncfd, NSINIT_MAGIC, &len);
+	parse(buf, len, &spec);
 	// Nothing but fds 0-2, the sync socket and the trees (attached and
 	// closed before the pivot) may reach the function; the socket is
 	// closed by execve.
@@ -978,23 +878,9 @@ static void init(void)
 // a system call.
 __attribute__((constructor)) static void nsinit_ctor(int argc, char **argv, char **envp)
 {
-	const char *v = NULL;
-	size_t kl = strlen(NSINIT_ENV "=");
-	long fd = 0;
+	int fd = ctor_fd(argc, argv, envp, NSINIT_ARG, NSINIT_ENV "=");
 
-	if (argc < 2 || argv == NULL || argv[1] == NULL || strcmp(argv[1], NSINIT_ARG) != 0 || envp == NULL)
-		return;
-	for (char **e = envp; *e != NULL; e++)
-		if (strncmp(*e, NSINIT_ENV "=", kl) == 0)
-			v = *e + kl;
-	if (v == NULL || *v == 0)
-		return;
-	for (; *v; v++) {
-		if (*v < '0' || *v > '9' || fd > 1024)
-			return;
-		fd = fd * 10 + (*v - '0');
-	}
-	if (fd < 3 || fd > 1024)
+	if (fd < 0)
 		return;
 	syncfd = fd;
 	init();

@@ -1,4 +1,11 @@
-// Package nsinit starts a sandbox's container init without a Go start-up:
+// Package nsinit starts kptr's sandboxes without a Go start-up. Two C
+// constructors linked into kptr (they share wire.h: the bounded spec
+// parser) act before the Go runtime would start in a process started for
+// them, and return at once in any other: nsinit.c, the namespace tier's
+// container init (below), and landlock.c, the landlock tier's launcher and
+// confiner (StartLandlock, landlock.go).
+//
+// The namespace tier's container init is started without a Go start-up:
 // the init is the calling binary itself, re-executed from a sealed copy, and
 // a C constructor (nsinit.c) linked into it does the whole container set-up
 // (mounts, pivot_root, hostname, loopback, rlimits, credentials,

@@ -44,4 +44,10 @@
 #define NSINIT_GO_SETUP 'S'
 #define NSINIT_GO_EXEC 'G'
 
+// The landlock tier's launcher (landlock.c): argv[1], and the variable
+// naming its spec descriptor N (the status pipe is N+1, the ruleset N+2).
+#define LLINIT_ARG "__kptr_landlock"
+#define LLINIT_ENV "_KPTR_LANDLOCK"
+#define LLINIT_MAGIC 0x314c4c4b // "KLL1"
+
 #endif

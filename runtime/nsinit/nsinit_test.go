@@ -843,3 +843,35 @@ func TestParserBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestLandlockSpecRejected: a landlock-tier spec the launcher could not
+// honour is StartLandlock's error before anything is started: root as the
+// function's uid, no ruleset, relative paths, no args, a NUL in the env.
+func TestLandlockSpecRejected(t *testing.T) {
+	rs, err := os.Open(os.DevNull) // any descriptor: nothing is started
+	must(t, err)
+	defer rs.Close()
+	good := func() *nsinit.Landlock {
+		return &nsinit.Landlock{UID: -1, GID: -1, Dir: "/tmp", Path: "/bin/true", Args: []string{"true"}, Ruleset: rs}
+	}
+	for name, mod := range map[string]func(*nsinit.Landlock){
+		"root":          func(l *nsinit.Landlock) { l.UID, l.GID = 0, 0 },
+		"half an id":    func(l *nsinit.Landlock) { l.UID = 1000 },
+		"no ruleset":    func(l *nsinit.Landlock) { l.Ruleset = nil },
+		"relative dir":  func(l *nsinit.Landlock) { l.Dir = "tmp" },
+		"relative path": func(l *nsinit.Landlock) { l.Path = "true" },
+		"no args":       func(l *nsinit.Landlock) { l.Args = nil },
+		"NUL in env":    func(l *nsinit.Landlock) { l.Env = []string{"A=b\x00c"} },
+	} {
+		l := good()
+		mod(l)
+		p, err := nsinit.StartLandlock(l, exe, nil, nil, nil, nil)
+		if err == nil || p != nil || !strings.HasPrefix(err.Error(), "nsinit: spec: ") {
+			t.Errorf("%s: %v %v", name, p, err)
+			if p != nil {
+				p.Kill()
+				p.Wait()
+			}
+		}
+	}
+}
