@@ -14,7 +14,8 @@
 //   - render: the realistic package (test/bench/pkggen) at each size, a fresh
 //     copy per run, ways rotated every round: kptr (default sandbox, images
 //     from a cache filled by `kptr cache import`, --offline), kptr
-//     --sandbox none (the same images' binaries, unsandboxed), kpt in exec
+//     --sandbox none (the same images' binaries, unsandboxed), kptr
+//     --sandbox landlock (the namespace-free tier, where it works here), kpt in exec
 //     mode (the same fixture binaries, `exec:` entries, --allow-exec;
 //     skipped with the reason printed when kpt is not installed), kpt exec
 //     mode through bubblewrap (each `exec:` entry is `bwrap --unshare-all
@@ -361,9 +362,11 @@ type sizeResult struct {
 const (
 	wayKptr     = "kptr"
 	wayKptrNone = "kptr --sandbox none"
-	wayKpt      = "kpt exec mode"
-	wayBwrap    = "kpt exec mode + bwrap"
-	wayFns      = "functions alone"
+	// wayKptrLandlock: the landlock tier (no namespaces).
+	wayKptrLandlock = "kptr --sandbox landlock"
+	wayKpt          = "kpt exec mode"
+	wayBwrap        = "kpt exec mode + bwrap"
+	wayFns          = "functions alone"
 )
 
 // render measures the realistic package of n resources.
@@ -425,6 +428,17 @@ func (b *bench) render(n, runs int) (sizeResult, error) {
 	ways := []way{
 		{name: wayKptr, pkg: "image", run: kptrRender()},
 		{name: wayKptrNone, pkg: "image", run: kptrRender("--sandbox", "none")},
+	}
+	// The landlock tier: what a sidecar under Kubernetes' RuntimeDefault
+	// seccomp profile runs (Argo CD's own manifests set it). Measured where
+	// it works here.
+	landlock := kptrRender("--sandbox", "landlock")
+	if d, err := fresh("image"); err != nil {
+		return sizeResult{}, err
+	} else if _, err := landlock(d); err != nil {
+		fmt.Fprintf(os.Stderr, "bench-render: kptr --sandbox landlock does not work here (%v): its row skipped\n", err)
+	} else {
+		ways = append(ways, way{name: wayKptrLandlock, pkg: "image", run: landlock})
 	}
 	if b.kpt != "" {
 		ways = append(ways, way{name: wayKpt, pkg: "exec", run: kptRender})
@@ -865,6 +879,10 @@ func (b *bench) goals(rs []sizeResult, st startupResult, m *memoResult) {
 		if r.n == 50 {
 			ratio := median(r.samples[wayKptr], wallOf) / median(r.samples[wayKptrNone], wallOf)
 			row("3: at 50 resources, sandboxed ≤ 1.1× --sandbox none", fmt.Sprintf("%.2f×", ratio), ratio <= 1.1, true)
+			if ll := r.samples[wayKptrLandlock]; len(ll) > 0 {
+				ratio := median(ll, wallOf) / median(r.samples[wayKptrNone], wallOf)
+				row("(not a goal) at 50 resources, the landlock tier against --sandbox none", fmt.Sprintf("%.2f×", ratio), false, false)
+			}
 		}
 	}
 	if k := st.samples[upKpt]; len(k) > 0 {
