@@ -8,3 +8,6 @@ var Encode = encode
 func StartRaw(s *Spec, body []byte, exe string) (*Proc, error) {
 	return start(s, body, exe, nil, nil, nil)
 }
+
+// EncodeLandlock is encodeLandlock, for the landlock spec tests.
+var EncodeLandlock = encodeLandlock

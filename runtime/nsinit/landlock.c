@@ -99,6 +99,8 @@ static void parse(const char *buf, size_t len, struct llspec *s)
 		bad("no args");
 	s->env = (char **)strs(&c, &s->nenv, "env count");
 	s->filter = bpf_last(&c, &s->nfilter);
+	if (s->nfilter == 0)
+		bad("no seccomp program"); // the tier's promises rest on it
 }
 
 // lower sets both limits of res to at most v (an unprivileged process can
@@ -182,11 +184,9 @@ static int confiner(void *arg)
 	if (syscall(SYS_landlock_restrict_self, rulesetfd, 0) < 0)
 		fail(errno, "landlock_restrict_self", NULL);
 	close(rulesetfd);
-	if (s->nfilter > 0) {
-		struct sock_fprog prog = {.len = s->nfilter, .filter = s->filter};
-		if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
-			fail(errno, "seccomp", NULL);
-	}
+	struct sock_fprog prog = {.len = s->nfilter, .filter = s->filter};
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+		fail(errno, "seccomp", NULL);
 	execve(s->path, s->args, s->env);
 	fail(errno, "exec", s->args[0]);
 }

@@ -39,7 +39,8 @@ type Landlock struct {
 	// Ruleset is a Landlock ruleset descriptor (landlock_create_ruleset);
 	// the confiner restricts itself with it.
 	Ruleset *os.File
-	// Seccomp is the classic BPF program the confiner loads last.
+	// Seccomp is the classic BPF program the confiner loads last (never
+	// empty).
 	Seccomp []unix.SockFilter
 }
 
@@ -105,6 +106,9 @@ func encodeLandlock(l *Landlock, parent int) ([]byte, error) {
 	}
 	e.strs("args", l.Args)
 	e.strs("env", l.Env)
+	if len(l.Seccomp) == 0 {
+		e.fail("seccomp program", "none: the tier's promises rest on it")
+	}
 	e.bpf(l.Seccomp)
 	return e.finish()
 }

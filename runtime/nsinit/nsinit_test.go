@@ -846,13 +846,18 @@ func TestParserBounds(t *testing.T) {
 
 // TestLandlockSpecRejected: a landlock-tier spec the launcher could not
 // honour is StartLandlock's error before anything is started: root as the
-// function's uid, no ruleset, relative paths, no args, a NUL in the env.
+// function's uid, no ruleset, relative paths, no args, a NUL in the env, no
+// seccomp program.
 func TestLandlockSpecRejected(t *testing.T) {
 	rs, err := os.Open(os.DevNull) // any descriptor: nothing is started
 	must(t, err)
 	defer rs.Close()
 	good := func() *nsinit.Landlock {
-		return &nsinit.Landlock{UID: -1, GID: -1, Dir: "/tmp", Path: "/bin/true", Args: []string{"true"}, Ruleset: rs}
+		return &nsinit.Landlock{UID: -1, GID: -1, Dir: "/tmp", Path: "/bin/true", Args: []string{"true"}, Ruleset: rs,
+			Seccomp: []unix.SockFilter{{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW}}}
+	}
+	if _, err := nsinit.EncodeLandlock(good(), os.Getpid()); err != nil {
+		t.Fatalf("the unmodified spec: %v", err)
 	}
 	for name, mod := range map[string]func(*nsinit.Landlock){
 		"root":          func(l *nsinit.Landlock) { l.UID, l.GID = 0, 0 },
@@ -862,6 +867,7 @@ func TestLandlockSpecRejected(t *testing.T) {
 		"relative path": func(l *nsinit.Landlock) { l.Path = "true" },
 		"no args":       func(l *nsinit.Landlock) { l.Args = nil },
 		"NUL in env":    func(l *nsinit.Landlock) { l.Env = []string{"A=b\x00c"} },
+		"no seccomp":    func(l *nsinit.Landlock) { l.Seccomp = nil },
 	} {
 		l := good()
 		mod(l)
