@@ -15,7 +15,7 @@
 // and ~15% less CPU per sandbox start; GODEBUG=inittrace=1 and perf stat).
 // libcontainer offers no way to start anything but /proc/self/exe; the
 // namespace tier's default launcher, runtime/nsinit, avoids the Go start
-// altogether (runtime/launch.go), and this init serves the runs it leaves
+// altogether (runtime/namespace/launch.go), and this init serves the runs it leaves
 // to libcontainer.
 //
 // Importing the package is enough (runtime does); Run is also what

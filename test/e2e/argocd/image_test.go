@@ -20,6 +20,7 @@ import (
 
 	"github.com/kptr-dev/kptr/cache"
 	"github.com/kptr-dev/kptr/runtime"
+	"github.com/kptr-dev/kptr/runtime/namespace"
 )
 
 func TestMain(m *testing.M) {
@@ -98,7 +99,7 @@ func TestImageRunsKptrInKptrsOwnSandbox(t *testing.T) {
 				t.Errorf("plugin.yaml in the image: %v", err)
 			}
 
-			sb, err := runtime.New(runtime.WithTimeout(time.Minute))
+			sb, err := namespace.New(runtime.WithTimeout(time.Minute))
 			if err != nil {
 				t.Fatalf("sandbox: %v", err)
 			}
