@@ -6,16 +6,13 @@ LDFLAGS := -X main.version=$(VERSION)
 BIN := bin/kptr
 export CGO_ENABLED := 1
 
-.PHONY: help build build-seccomp test test-unit test-unpriv test-seccomp bench-runtime bench bench-cache bench-pipeline bench-render demo image argocd-src argocd test-argocd bench-argocd clean
+.PHONY: help build test test-unit test-unpriv bench-runtime bench bench-cache bench-pipeline bench-render demo image argocd-src argocd test-argocd bench-argocd clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
 build: ## build bin/kptr
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/kptr
-
-build-seccomp: ## build bin/kptr with the seccomp profile (needs libseccomp-dev)
-	$(GO) build -tags seccomp -ldflags '$(LDFLAGS)' -o bin/kptr-seccomp ./cmd/kptr
 
 # Every suite's log ends with its counts: test/testsum reads the `go test
 # -json` (or test2json) events and prints one line per package, the output of
@@ -29,7 +26,6 @@ test: build $(TESTSUM) ## run every test suite (what CI runs)
 	$(GO) vet ./...
 	$(MAKE) test-unit
 	$(MAKE) test-unpriv
-	$(MAKE) test-seccomp
 	$(MAKE) test-argocd
 
 test-unit: $(TESTSUM) ## all Go tests as the current user; the sandbox suites again with the libcontainer launcher
@@ -58,7 +54,7 @@ define run-unpriv
 	  as="setpriv --reuid=$(UNPRIV_UID) --regid=$(UNPRIV_UID) --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs"; \
 	else as="setpriv --no-new-privs"; fi; \
 	cd "$$d"; e="env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=$$d/home TMPDIR=$$d/tmp KPTR_FIXTURE_BIN_DIR=$$d/bin"; \
-	who="as uid $$($$e $$as id -u), no caps, no_new_privs$(if $(1), with seccomp)"; \
+	who="as uid $$($$e $$as id -u), no caps, no_new_privs"; \
 	for p in runtime namespace landlock; do \
 	  echo "== $$p suite $$who"; \
 	  $$e $$as ./$$p.test -test.v=test2json -test.count=1 -test.timeout=10m 2>&1 | $(GO) tool test2json -t -p $$p | $(TESTSUM) -suite "$$p suite $$who"; \
@@ -72,11 +68,6 @@ endef
 
 test-unpriv: $(TESTSUM) ## the sandbox suite again as uid 999 with no capabilities and no_new_privs
 	@$(call run-unpriv,)
-
-test-seccomp: $(TESTSUM) ## the sandbox suite built with the seccomp tag (libseccomp), as root and as uid 999
-	@set -o pipefail; $(GO) test -json -count=1 -tags seccomp ./runtime ./runtime/namespace ./runtime/seccomp | $(TESTSUM) -suite "runtime with seccomp as $$(id -un)"
-	@set -o pipefail; KPTR_LAUNCHER=libcontainer $(GO) test -json -count=1 -tags seccomp ./runtime ./runtime/namespace | $(TESTSUM) -suite "runtime with seccomp, libcontainer launcher, as $$(id -un)"
-	@$(call run-unpriv,-tags seccomp)
 
 bench-runtime: ## per-run cost of the sandbox (cold, pipelined, prepared) vs bare exec, bwrap, podman (root); as root and as uid 999 (figures → BENCHMARKS.md)
 	$(GO) test -run '^$$' -bench BenchmarkRun -benchtime 100x -count 1 ./runtime/namespace ./runtime/landlock
@@ -141,7 +132,7 @@ IMAGE_OUT ?= out/image
 STATIC_LDFLAGS := $(LDFLAGS) -s -w -linkmode external -extldflags -static
 
 image: ## build the sidecar image without a daemon: out/image/oci (OCI layout) + out/image/kptr.tar; PREWARM=<dir> bakes the images its Kptfiles name
-	$(GO) build -tags seccomp,netgo,osusergo -trimpath -ldflags '$(STATIC_LDFLAGS)' -o bin/kptr-static ./cmd/kptr
+	$(GO) build -tags netgo,osusergo -trimpath -ldflags '$(STATIC_LDFLAGS)' -o bin/kptr-static ./cmd/kptr
 ifneq ($(PREWARM),)
 	$(MAKE) build
 	rm -rf out/prewarm

@@ -173,21 +173,21 @@ func TestTiersNoPtraceSignalsNamespaces(t *testing.T) {
 			t.Errorf("signal to kptr (pid %s) delivered", pid)
 		}
 		_, f = runTier(t, tr, runtime.Invocation{}, "unshare")
-		if !degraded(tr, "seccomp") && !strings.Contains(f["unshare"], "operation not permitted") {
+		if !strings.Contains(f["unshare"], "operation not permitted") {
 			t.Errorf("a new user namespace: %q", f["unshare"])
 		}
 	})
 }
 
-// No privilege: no capabilities, no_new_privs, a seccomp filter (the
-// namespace tier: when built with the seccomp tag), never host root.
+// No privilege: no capabilities, no_new_privs, a seccomp filter (every
+// tier, every build), never host root.
 func TestTiersNoPrivilege(t *testing.T) {
 	forEachTier(t, func(t *testing.T, tr tier) {
 		_, f := runTier(t, tr, runtime.Invocation{AsCurrentUser: true}, "id")
 		if f["CapEff"] != "0000000000000000" || f["CapPrm"] != "0000000000000000" || f["nnp"] != "1" {
 			t.Errorf("privileges: %v", f)
 		}
-		if !degraded(tr, "seccomp") && f["seccomp"] != "2" {
+		if f["seccomp"] != "2" {
 			t.Errorf("no seccomp filter: %v", f)
 		}
 		// (the namespace tier's uid 0 is its own user namespace's root, a

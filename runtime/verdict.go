@@ -26,7 +26,7 @@ import (
 //
 //   - the kernel (release, version string, boot id) and the sysctls that
 //     gate user namespaces;
-//   - the kptr build (Go build ID: probe code and the seccomp tag) and the
+//   - the kptr build (Go build ID: probe code and policy) and the
 //     verdict format;
 //   - the process's identity and confinement: euid, egid, uid and gid maps,
 //     capabilities, no_new_privs, seccomp mode and filter count, the LSM

@@ -98,7 +98,7 @@ func applyConfinement(spec confineSpec) error {
 	if err := spec.Policy.restrictSelf(spec.ABI); err != nil {
 		return err
 	}
-	return seccomp.Load(spec.Policy.Network, spec.NoMetadata)
+	return seccomp.Load(spec.seccompPolicy())
 }
 
 // lowerRlimit sets both limits of res to v unless they are lower already (an

@@ -13,15 +13,19 @@
 //     /dev/zero and /dev/urandom, and its main process its own /proc/<pid>;
 //     everything else of the host's file system is denied by Landlock,
 //     including the rest of /proc.
-//   - No network unless Invocation.Network: socket(2) for any family but
-//     AF_UNIX fails (seccomp), TCP bind and connect are denied (Landlock
-//     ABI 4, Linux 6.7).
+//   - No network unless Invocation.Network: socket(2) fails for every
+//     family (seccomp), TCP bind and connect are denied (Landlock ABI 4,
+//     Linux 6.7). socket(AF_UNIX) fails too, with EPERM, network or not:
+//     Landlock up to ABI 7 does not mediate connect or sendto on pathname
+//     unix sockets, so that is what keeps the host's (ssh-agent, docker,
+//     another plugin's) out of reach; socketpair(2) works.
 //   - Signals and abstract unix sockets are scoped to the run (Landlock ABI
 //     6, Linux 6.12); on older kernels a function can signal processes of
 //     kptr's uid (New's probes say so).
-//   - seccomp refuses ptrace, mount and namespace calls (clone with
-//     namespace flags, clone3, unshare, setns), keyrings, bpf, io_uring,
-//     perf_event_open and the rest of the namespace tier's list, and, when
+//   - seccomp (runtime/seccomp's allow-list, the namespace tier's policy)
+//     refuses ptrace, mount and namespace calls (clone with namespace
+//     flags, clone3, unshare, setns), keyrings, bpf, io_uring,
+//     perf_event_open and every call it does not name, and, when
 //     the function's uid owns the cached image, the calls that change a
 //     file's mode, owner, times or extended attributes (Landlock does not
 //     govern them);
@@ -42,7 +46,5 @@
 // the function resolve against the host's root (and Landlock denies them):
 // a function that reads its own image's files by absolute path (or starts
 // another of the image's programs by one) fails. Invocation.Mounts are
-// refused. The memory limit is not enforced (no cgroup). Landlock up to
-// ABI 7 does not mediate connect or sendto on pathname unix sockets, so a
-// function can reach those its uid may connect to.
+// refused. The memory limit is not enforced (no cgroup).
 package landlock

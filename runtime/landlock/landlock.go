@@ -315,12 +315,12 @@ func (l *Sandbox) run(ctx context.Context, b cache.Bundle, inv runtime.Invocatio
 // built here (the caller closes it), the seccomp program, RLIMIT_NPROC.
 func (l *Sandbox) launch(spec confineSpec) (*nsinit.Landlock, error) {
 	if !seccomp.Supported {
-		return nil, fmt.Errorf("the landlock tier's seccomp filter is not built for this architecture")
+		return nil, seccomp.ErrUnsupported
 	}
 	ll := &nsinit.Landlock{
 		UID: spec.UID, GID: spec.GID, NoFile: spec.NoFile, FSize: spec.FSize,
 		Dir: spec.Dir, Path: spec.Exec.Path, Args: spec.Exec.Argv, Env: spec.Env,
-		Seccomp: seccomp.Filter(spec.Policy.Network, spec.NoMetadata),
+		Seccomp: seccomp.Filter(spec.seccompPolicy()),
 	}
 	if spec.Pids > 0 {
 		// RLIMIT_NPROC counts the uid's tasks, not the run's.
@@ -369,4 +369,14 @@ func makeRunDir(dir string, uid, gid int) error {
 		}
 	}
 	return nil
+}
+
+// seccompPolicy is what the run's filter refuses on top of the common
+// policy: every socket family but AF_UNIX without Invocation.Network,
+// socket(AF_UNIX) itself (Landlock up to ABI 7 does not mediate connect or
+// sendto on pathname sockets, so a function could reach the host's:
+// ssh-agent, the docker socket, another plugin's; socketpair still works),
+// and, when the function's uid owns the cached image, the metadata calls.
+func (spec confineSpec) seccompPolicy() seccomp.Policy {
+	return seccomp.Policy{Network: spec.Policy.Network, NoUnixSockets: true, NoMetadata: spec.NoMetadata}
 }

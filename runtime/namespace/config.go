@@ -31,8 +31,6 @@ type Features struct {
 	// Cgroups: kptr may create cgroups, so memory and pids limits are enforced
 	// by the kernel's cgroup controllers.
 	Cgroups bool
-	// Seccomp: this binary was built with the seccomp tag (libseccomp).
-	Seccomp bool
 	// Overlay: overlayfs (userxattr) can be mounted in a user namespace
 	// with its upper and work directories in the run-state directory, so a
 	// run sees a writable, throw-away view of the image (see runSpec.RW).
@@ -263,9 +261,6 @@ func buildConfig(s runSpec) (*configs.Config, error) {
 		}
 	}
 	c.Cgroups = &cgroups.Cgroup{Name: s.ID, Parent: "kptr", Rootless: !s.Feat.Cgroups, Resources: res}
-	if s.Feat.Seccomp {
-		c.Seccomp = defaultSeccomp()
-	}
 	return c, nil
 }
 

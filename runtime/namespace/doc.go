@@ -15,8 +15,13 @@
 //   - The function never holds host root or any capability: its own user
 //     namespace (container root = the invoking uid when unprivileged; a
 //     dedicated unprivileged uid range when kptr is root), no_new_privs,
-//     empty capability sets, seccomp when built with the seccomp tag
-//     (nsinit loads kptr's own filter, runtime/seccomp, in every build).
+//     empty capability sets, and kptr's seccomp filter (runtime/seccomp's
+//     allow-list) in every build, whichever launcher starts the run: nsinit
+//     loads it before it executes the function; in libcontainer's runs
+//     runtime/containerinit loads it into every thread of the init, and
+//     kptr releases the function only once it sees Seccomp: 2 in each
+//     (libcontainer loads filters only through libseccomp, which kptr does
+//     not link). A run that cannot be filtered is refused.
 //   - It sees the bundle's rootfs and nothing else of the host; that rootfs
 //     is never written (read-only binds or an overlay's lower layer; mount
 //     points are never created in it). /tmp and $HOME are fresh tmpfs

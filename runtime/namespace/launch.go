@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/kptr-dev/kptr/runtime"
+	"github.com/kptr-dev/kptr/runtime/containerinit"
 	"github.com/kptr-dev/kptr/runtime/nsinit"
 	"github.com/kptr-dev/kptr/runtime/seccomp"
 	"github.com/opencontainers/cgroups"
@@ -112,16 +113,80 @@ type lcContainer struct {
 }
 
 func (l *lcContainer) start(run bool) error {
-	err := runtime.OnStableThread(func() error {
-		if run {
-			return l.c.Run(l.p)
-		}
-		return l.c.Start(l.p)
-	})
+	err := runtime.OnStableThread(func() error { return l.c.Start(l.p) })
 	if err != nil {
 		return fmt.Errorf("start: %w", unwrapStart(err))
 	}
+	if err := l.filter(); err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
+	if run {
+		if err := l.c.Exec(); err != nil {
+			return fmt.Errorf("start: %w", unwrapStart(err))
+		}
+	}
 	return nil
+}
+
+// filterTimeout bounds how long libcontainer's init may take to load the
+// seccomp filter once asked.
+const filterTimeout = 10 * time.Second
+
+// filter has libcontainer's container init, set up and waiting to execute
+// the function, load kptr's seccomp filter into all its threads
+// (runtime/containerinit: libcontainer loads filters only through
+// libseccomp, cgo, which kptr does not link), and checks from outside that
+// every thread of the init runs under a filter (Seccomp: 2) before the
+// function may start. An init that cannot is an error: the function is
+// never run unfiltered.
+func (l *lcContainer) filter() error {
+	pid, err := l.p.Pid()
+	if err != nil {
+		return err
+	}
+	if err := unix.Kill(pid, containerinit.FilterSignal); err != nil {
+		return fmt.Errorf("ask libcontainer's init to load the seccomp filter: %w", err)
+	}
+	deadline := time.Now().Add(filterTimeout)
+	for wait := 100 * time.Microsecond; ; wait = min(2*wait, 5*time.Millisecond) {
+		filtered, err := allThreadsFiltered(pid)
+		if filtered {
+			return nil
+		}
+		if err != nil || time.Now().After(deadline) {
+			if err == nil {
+				err = fmt.Errorf("not within %s", filterTimeout)
+			}
+			return fmt.Errorf("libcontainer's container init did not load the seccomp filter (%v): the function is not run unfiltered", err)
+		}
+		time.Sleep(wait)
+	}
+}
+
+// allThreadsFiltered reads the seccomp mode of every thread of pid: true
+// when each is 2 (a filter). An error means the process is gone.
+func allThreadsFiltered(pid int) (bool, error) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return false, err
+	}
+	if len(tasks) == 0 {
+		return false, errors.New("the init has no threads left")
+	}
+	for _, t := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, t.Name()))
+		if err != nil {
+			return false, err
+		}
+		st := string(b)
+		if strings.Contains(st, "\nState:\tZ") {
+			return false, errors.New("the init exited")
+		}
+		if !strings.Contains(st, "\nSeccomp:\t2\n") {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 func (l *lcContainer) release() error                  { return l.c.Exec() }
 func (l *lcContainer) pid() (int, error)               { return l.p.Pid() }
@@ -443,13 +508,14 @@ func nsinitSpec(cfg *configs.Config, proc runtime.Process) (*nsinit.Spec, error)
 	for _, r := range cfg.Rlimits {
 		s.Rlimits = append(s.Rlimits, nsinit.Rlimit{Resource: r.Type, Cur: r.Soft, Max: r.Hard})
 	}
-	if cfg.Seccomp != nil {
-		f, err := namespaceSeccomp()
-		if err != nil {
-			return nil, err
-		}
-		s.Seccomp = f
+	// Every run is filtered: without a program of kptr's own for this
+	// architecture nsinit starts none (nor does libcontainer, see
+	// lcContainer.filter).
+	f, err := namespaceSeccomp()
+	if err != nil {
+		return nil, err
 	}
+	s.Seccomp = f
 	return s, nil
 }
 
@@ -517,16 +583,16 @@ func keepSealed(f *os.File) {
 
 func fdPath(f *os.File) string { return fmt.Sprintf("/proc/self/fd/%d", f.Fd()) }
 
-// namespaceSeccomp is defaultSeccomp as a BPF program for nsinit: kptr's own
-// filter (Filter, shared with the landlock tier) with network
-// allowed (the run has its own network namespace) and metadata calls
-// allowed: the same calls refused with the same errors, plus calls of a
-// foreign architecture killed.
+// namespacePolicy is the namespace tier's seccomp policy (defined in
+// runtime/containerinit, which loads it into libcontainer's runs).
+var namespacePolicy = containerinit.Policy
+
+// namespaceSeccomp is namespacePolicy as the BPF program nsinit loads.
 func namespaceSeccomp() ([]unix.SockFilter, error) {
 	if !seccomp.Supported {
-		return nil, errors.New("no seccomp filter of kptr's own for this architecture")
+		return nil, seccomp.ErrUnsupported
 	}
-	return seccomp.Filter(true, false), nil
+	return seccomp.Filter(namespacePolicy), nil
 }
 
 // LauncherSummary says, for kptr doctor, how the namespace tier's runs of

@@ -5,10 +5,16 @@
 // container init, and the landlock tier's confiner loads it before it
 // executes the function.
 //
-// The policy (policy.go) refuses with EPERM every call Docker's and
-// containerd's default profiles refuse to a container without capabilities
-// and a few more, clone with any namespace flag, and clone3 with ENOSYS (so
-// libc falls back to clone, whose flags a filter can read); calls of a
-// foreign architecture kill the process. The number tables (sysnum*.go)
-// are checked against libseccomp's by a test.
+// The policy (policy.go) is an allow-list: it admits the calls Docker's
+// default profile admits to a container without capabilities, less a few;
+// it refuses with EPERM every call Docker's and containerd's defaults
+// refuse (DeniedSyscalls) and clone with any namespace flag; every other
+// call, known or newer than the tables, fails with ENOSYS, as on a kernel
+// without it (clone3 among them: libc falls back to clone, whose flags a
+// filter can read); calls of a foreign architecture kill the process. A
+// tier's Policy adds what it needs (the landlock tier: no socket but
+// AF_UNIX without the network, no socket(AF_UNIX) at all, no metadata
+// changes). The program (filter.go) is a binary search over the call
+// number. The number tables (numbers_*.go, compiled on every architecture)
+// are checked against libseccomp's by a test, for amd64 and arm64.
 package seccomp
