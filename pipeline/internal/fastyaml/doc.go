@@ -11,19 +11,4 @@
 // declines is reported as not handled, never approximated: the caller then
 // uses yaml.v3 itself. Differential tests, generated documents and fuzz
 // targets check every handled case against yaml.v3.
-//
-// resolve.go is yaml.v3's tag resolution (go.yaml.in/yaml/v3 v3.0.5,
-// Apache-2.0, Canonical Ltd), copied unchanged but for the package name.
 package fastyaml
-
-import "fmt"
-
-// failf is what resolve calls for a tag that cannot hold a value; only
-// explicit tags can get there, and this package resolves plain scalars only.
-func failf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
-
-// ResolveTag is the short tag yaml.v3 gives an untagged plain scalar.
-func ResolveTag(value string) string {
-	tag, _ := resolve("", value)
-	return tag
-}

@@ -686,7 +686,7 @@ func (e *emitter) scalar(n *yaml.Node, inSeq, simpleKey bool) bool {
 	if n.Tag != "" {
 		stag := shortTag(n.Tag)
 		if !(stag == strTag && n.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) != 0) {
-			rtag := resolvedTag(value)
+			rtag := ResolveTag(value)
 			if rtag != stag {
 				if stag != strTag {
 					return false // the tag would be written
@@ -767,62 +767,6 @@ func containsNewline(s string) bool {
 	}
 	return false
 }
-
-// resolvedTag is the tag yaml.v3 resolves an untagged plain value to.
-func resolvedTag(v string) string {
-	if v != "" {
-		switch resolveTable[v[0]] {
-		case 0:
-			return strTag // no hint: resolve returns !!str
-		case 'M':
-			// resolve looks such values up in resolveMap only.
-			if item, ok := resolveMap[v]; ok {
-				return item.tag
-			}
-			return strTag
-		case 'D', 'S':
-			if item, ok := resolveMap[v]; ok {
-				return item.tag
-			}
-			// Decimal digits without a leading zero: parseTimestamp needs a
-			// '-', and strconv.ParseInt(v, 0, 64) succeeds.
-			if len(v) <= 18 && (len(v) == 1 || v[0] != '0') {
-				digits := true
-				for i := 0; i < len(v); i++ {
-					if v[i] < '0' || v[i] > '9' {
-						digits = false
-						break
-					}
-				}
-				if digits {
-					return intTag
-				}
-			}
-			// A byte no timestamp, integer or float form accepted by
-			// resolve can hold ("500m", "128Mi", "--port=8080"): a string.
-			for i := 0; i < len(v); i++ {
-				if !numericByte[v[i]] {
-					return strTag
-				}
-			}
-		}
-	}
-	tag, _ := resolve("", v)
-	return tag
-}
-
-// numericByte holds the bytes that can occur in a value resolve reads as a
-// timestamp (time.Parse of "2006-1-2T15:4:5.999999999Z07:00" and the other
-// allowed formats, with '.' or ',' before fractional seconds), an integer
-// (strconv.ParseInt/ParseUint with base 0 or 2 or 8 after a 0b/0o prefix,
-// underscores removed) or a float (yamlStyleFloat), once the resolveMap
-// entries (".inf" and the like) are ruled out.
-var numericByte = func() (t [256]bool) {
-	for _, c := range "0123456789abcdefABCDEFxXoO+-._:,TtZ \t" {
-		t[c] = true
-	}
-	return
-}()
 
 type scalarAnalysis struct {
 	multiline           bool
