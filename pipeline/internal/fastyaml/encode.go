@@ -27,11 +27,23 @@ package fastyaml
 //     each level of nesting adds 2;
 //   - empty collections are written in flow style, {} and [].
 //
-// Comments: a document's head comment, head comments above mapping keys
-// and sequence items, and line comments after scalars, aliases and the keys
-// of block collections are written; any other comment (foot comments,
-// comments on collections or inside flow collections) makes the tree not
-// handled.
+// Comments, where yaml.v3 puts them:
+//   - head comments above the key or item they belong to, at its
+//     indentation (the first key or item after a "- " takes the rest of
+//     that line); a document's head comment, then an empty line, above it;
+//   - line comments after the scalar, alias or flow collection on the line,
+//     on the header line of a block scalar, and after "key:" when a block
+//     collection follows;
+//   - foot comments of keys, scalars and aliases below their lines, at the
+//     indentation of the enclosing collection, with an empty line before
+//     the next line that starts at that indentation; a document's foot
+//     comment after an empty line;
+//   - a scalar value's head comment below its pair, above the next key
+//     unless that key has its own.
+//
+// Any other comment (inside flow collections, foot comments of
+// collections, a comment between an anchor and a collection) makes the
+// tree not handled.
 
 import (
 	"sync"
