@@ -69,9 +69,10 @@ const maxSimpleKey = 128
 
 // encoder holds the output and the settings of one call.
 type encoder struct {
-	out  []byte
-	wide bool
-	ok   bool // false once something outside the handled shapes is met
+	out   []byte
+	start int // len(out) when the call began: a line start
+	wide  bool
+	ok    bool // false once something outside the handled shapes is met
 	// blankAt is the indentation after which a foot comment was written:
 	// the next line starting there is preceded by an empty line (-1: none).
 	blankAt int
@@ -107,7 +108,7 @@ func AppendDocument(buf []byte, n *yaml.Node, style SeqStyle) (out []byte, ok bo
 	if n == nil {
 		return buf, false
 	}
-	e := encoder{out: buf, wide: style == Wide, ok: true, blankAt: -1}
+	e := encoder{out: buf, start: len(buf), wide: style == Wide, ok: true, blankAt: -1}
 	root := n
 	if n.Kind == yaml.DocumentNode {
 		if len(n.Content) != 1 || n.LineComment != "" {
@@ -148,7 +149,7 @@ func AppendSeqItem(buf []byte, n *yaml.Node, style SeqStyle) (out []byte, ok boo
 	if n == nil {
 		return buf, false
 	}
-	e := encoder{out: buf, wide: style == Wide, ok: true, blankAt: -1}
+	e := encoder{out: buf, start: len(buf), wide: style == Wide, ok: true, blankAt: -1}
 	if n.HeadComment != "" {
 		e.comment(n.HeadComment, 0)
 	}
@@ -580,8 +581,8 @@ func (e *encoder) lineComment(c string) bool {
 	if !commentWritable(c) || indexByte(c, '\n') >= 0 {
 		return e.fail()
 	}
-	if n := len(e.out); n > 0 && e.out[n-1] != ' ' {
-		e.out = append(e.out, ' ')
+	if n := len(e.out); n > e.start && e.out[n-1] != ' ' && e.out[n-1] != '\n' {
+		e.out = append(e.out, ' ') // not at a line start, nor after "- "
 	}
 	if c[0] != '#' {
 		e.str("# ")
