@@ -12,8 +12,8 @@ import (
 
 // Invoked as kpt (a "kpt" symlink to kptr), kptr takes kpt's command line for
 // the commands it implements, kpt fn render, eval, source and sink: kpt's
-// help (kptdocs.go), flags, error lines and exit codes (every failure exits
-// 1). kpt version prints the kpt release kptr follows; every other kpt
+// flags and usage lines with help in kptr's own words (kptdocs.go), kpt's
+// error lines and exit codes (every failure exits 1). kpt version prints the kpt release kptr follows; every other kpt
 // command (pkg, live, alpha, fn doc) is refused, naming the real kpt.
 
 // kptRelease is the kpt release whose fn commands kptr follows (README).
@@ -43,20 +43,20 @@ func (g *globals) kptRoot() *cobra.Command {
 		Run:     func(c *cobra.Command, _ []string) { c.SetOut(c.ErrOrStderr()); _ = c.Help() },
 	}
 	fn.AddCommand(g.renderCmd("render", ""), g.evalCmd(), g.sourceCmd(), g.sinkCmd(),
-		kptUnsupported("doc", "Display the documentation for a function"))
+		kptUnsupported("doc", "Show a function's documentation"))
 	root.AddCommand(fn,
 		&cobra.Command{
 			Use:   "version",
-			Short: "Print the version number of kpt",
+			Short: "Print the kpt release kptr follows, then kptr's version",
 			Args:  noArgs,
 			RunE: func(*cobra.Command, []string) error {
 				_, err := fmt.Fprintf(g.stdout, "%s\n%s\n", kptRelease, versionLine())
 				return err
 			},
 		},
-		kptUnsupported("pkg", "Get, update, and describe packages with resources"),
-		kptUnsupported("live", "Deploy local packages to a cluster."),
-		kptUnsupported("alpha", "This command is currently in alpha and might change without notice."),
+		kptUnsupported("pkg", "Fetch, update and inspect packages"),
+		kptUnsupported("live", "Apply packages to a cluster"),
+		kptUnsupported("alpha", "Experimental kpt commands"),
 	)
 	for _, c := range append([]*cobra.Command{root, fn}, fn.Commands()...) {
 		applyKptDoc(c)
@@ -78,8 +78,8 @@ func kptUnsupported(name, short string) *cobra.Command {
 	}
 }
 
-// applyKptDoc gives c kpt's texts: its description, examples and flag
-// descriptions. Flags kpt does not have (kptr's own settings among them) are
+// applyKptDoc gives c its kpt-mode help: description, examples and the
+// descriptions of kpt's flags. Flags kpt does not have (kptr's own settings among them) are
 // hidden from the help; they still work.
 func applyKptDoc(c *cobra.Command) {
 	key := strings.TrimPrefix(strings.TrimPrefix(c.CommandPath(), "kpt"), " ")

@@ -1,358 +1,343 @@
 package main
 
-// kpt's help texts for the commands kptr implements when invoked as kpt,
-// from kpt's documentation (internal/docs/generated/fndocs, generated from
-// kpt's reference pages; kpt is Apache-2.0, © The kpt Authors) and its
-// cobra flag descriptions (commands/fncmds, internal/cmdrender,
-// thirdparty/cmdconfig/commands/cmdeval), so that `kpt fn render --help`
-// reads as kpt's. What differs in kptr is said where kpt names its container
-// runtime (KRM_FN_RUNTIME): functions run in kptr's rootless sandbox.
+// The help kptr prints when invoked as kpt: kpt's command names, usage
+// lines, flags and defaults (what scripts written for kpt rely on),
+// described in kptr's own words for what kptr does with them. The flags a
+// command lists are kpt's; kptr's own settings stay accepted but hidden.
 
-// kptDoc is one command's help as kpt prints it; flags maps a flag name to
-// kpt's one-line description (flags not listed are hidden as kpt).
+// kptDoc is one command's help in kpt mode; flags maps each kpt flag the
+// command shows to its one-line description (flags not listed are hidden).
 type kptDoc struct {
 	use, short, long, example string
 	flags                     map[string]string
 }
 
-const kptrRuntimeNote = `
-Function runtime (kptr):
+// kptrRunsFunctions says, once for every command that runs functions, where
+// kptr differs from kpt: there is no container engine to pick.
+const kptrRunsFunctions = `
+How functions run:
 
-  Function images run in kptr's rootless sandbox, from kptr's image cache;
-  no container runtime is used and KRM_FN_RUNTIME is ignored. kptr's own
-  settings (cache directory, mirrors, offline mode, sandbox, timeouts) are
-  read from KPTR_* variables: see "kptr fn render --help".
+  This kpt is kptr. It pulls each function image into its own cache and
+  runs the image's entrypoint in a rootless sandbox; no docker, podman or
+  nerdctl is involved, so KPT_FN_RUNTIME has no effect. kptr's own settings
+  (cache directory, mirrors, offline mode, sandbox tier, time limits) come
+  from KPTR_* variables; "kptr fn render --help" lists them.
 `
 
-const kptOutputFlag = `  --output, o:
-    If specified, the output resources are written to provided location,
-    if not specified, resources are modified in-place.
-    Allowed values: stdout|unwrap|<OUT_DIR_PATH>
-    1. stdout: output resources are wrapped in ResourceList and written to stdout.
-    2. unwrap: output resources are written to stdout, in multi-object yaml format.
-    3. OUT_DIR_PATH: output resources are written to provided directory.
-       The provided directory must not already exist.
+const kptOutputHelp = `  --output, o:
+    Where the rendered resources go. Without it the package is updated in
+    place. "stdout" prints them as one ResourceList; "unwrap" prints them as
+    YAML documents separated by "---"; any other value names a directory,
+    which must not exist yet, to write the package's files into instead.
 `
 
-const kptResultsDirFlag = `  --results-dir:
-    Path to a directory to write structured results. Directory will be created if
-    it doesn't exist. Structured results emitted by the functions are aggregated and saved
-    to ` + "`results.yaml`" + ` file in the specified directory.
-    If not specified, no result files are written to the local filesystem.
+const kptResultsDirHelp = `  --results-dir:
+    A directory (created when missing) to write results.yaml into: every
+    result the functions reported, as one FunctionResultList. Without it no
+    results file is written.
 `
 
-const kptImagePrefixFlag = `  --image-prefix:
-    The container registry prefix to prepend to short image names when resolving functions.
-    This allows customization of the default registry instead of using the hardcoded default
-    (` + "`ghcr.io/kptdev/krm-functions-catalog`" + `). Can also be set via the KPT_IMAGE_PREFIX environment
-    variable. The command-line flag takes precedence over the environment variable.
+const kptImagePrefixHelp = `  --image-prefix:
+    The registry path put in front of an image name that has no "/"
+    (set-labels:v0.2 becomes <prefix>/set-labels:v0.2). The default is
+    ghcr.io/kptdev/krm-functions-catalog, or KPT_IMAGE_PREFIX when set; the
+    flag wins over the variable.
 `
 
+const kptPullPolicyHelp = `  --image-pull-policy:
+    When to ask the registry for an image: Always (check for a newer image
+    behind the tag on every run), IfNotPresent (only when it is not cached
+    yet) or Never (use the cache only; a missing image is an error).
+`
+
+const kptImagePrefixEnv = `
+Environment Variables:
+
+  KPT_IMAGE_PREFIX:
+    The registry path for image names without a "/"; --image-prefix
+    overrides it.
+`
+
+// One-line flag descriptions shared by several commands.
 const (
-	kptFlagOutput     = "output resources are written to provided location. Allowed values: stdout|unwrap|<OUT_DIR_PATH>"
-	kptFlagPullPolicy = "pull image before running the container (one of Always, IfNotPresent, Never)"
-	kptFlagPrefix     = "default image prefix to prepend to short image names (overrides KPT_IMAGE_PREFIX)"
+	kptFlagOutput     = "where resources go: stdout (a ResourceList), unwrap (YAML documents) or a new directory; in place when unset"
+	kptFlagPullPolicy = "when to pull images: Always, IfNotPresent or Never"
+	kptFlagPrefix     = "registry path for image names without a '/' (overrides KPT_IMAGE_PREFIX)"
+	kptFlagWasm       = "wasm functions are not supported by kptr; setting it is an error"
 )
 
 var kptDocs = map[string]kptDoc{
 	"kpt": {
 		short: "Kpt Packaging Tool",
 		long: `
-All kpt commands follow this general synopsis:
+Usage of every kpt command:
 
   kpt <group> <command> <positional args> [PKG_PATH] [flags]
 
-kpt functionality is divided into following command groups:
+This kpt is kptr, a kpt-compatible renderer. It implements these commands
+of kpt's and nothing else:
 
-| Group   | Description                                                           |
-| ------- | --------------------------------------------------------------------- |
-| [pkg]   | get, update, and describe packages with resources.                    |
-| [fn]    | generate, transform, validate packages using containerized functions. |
-| [live]  | deploy local configuration packages to a cluster.                     |
-| [alpha] | commands currently in alpha and might change without notice.          |
+  kpt fn render    run a package's Kptfile pipelines
+  kpt fn eval      run one function on a directory or on stdin
+  kpt fn source    print a directory's resources
+  kpt fn sink      write resources from stdin into a new directory
+  kpt version      print the kpt release kptr follows
 
-This kpt is kptr: it implements kpt fn render, eval, source and sink, and
-kpt version. For pkg, live and alpha use the real kpt (https://kpt.dev).`,
+The pkg, live and alpha groups and kpt fn doc are listed so that the
+command tree reads as kpt's, but they are refused: use the real kpt
+(https://kpt.dev) for them.`,
 	},
 	"fn": {
-		short: "Transform and validate packages using containerized functions.",
+		short: "Run KRM functions on packages: render, eval, source, sink",
 		long: `
-The ` + "`fn`" + ` command group contains subcommands for transforming and validating ` + "`kpt`" + ` packages
-using containerized functions.
+Commands that run KRM functions, the container images (or, where allowed,
+local binaries) that read resources as a ResourceList and write them back
+changed or checked, on kpt packages and on resource streams.
 `,
 	},
 	"fn render": {
 		use:   "render [PKG_PATH] [flags]",
-		short: "Render a package.",
+		short: "Render a package by running its Kptfile pipelines",
 		long: `
   kpt fn render [PKG_PATH] [flags]
+
+Runs the pipeline of every Kptfile in the package (subpackages before
+their parent; parents first with the kpt.dev/bfs-rendering annotation),
+each pipeline's mutators in order and then its validators, and writes the
+result back, or where --output says. When a function fails the package is
+left as it was.
 
 Args:
 
   PKG_PATH:
-    Local package path to render. Directory must exist and contain a Kptfile
-    to be updated. Defaults to the current working directory.
+    The package directory, with a Kptfile at its top. The current directory
+    when omitted.
 
 Flags:
 
   --allow-exec:
-    Allow executable binaries to run as function. Note that executable binaries
-    can perform privileged operations on your system, so ensure that binaries
-    referred in the pipeline are trusted and safe to execute.
-  
+    Let pipelines run functions given as "exec:" (binaries on this machine).
+    Those run outside any sandbox, with your rights: allow it only for
+    packages whose binaries you trust.
+
   --allow-network:
-    Allow functions to access network during pipeline execution. Default: ` + "`false`" + `. Note that this is applicable to container based functions only.
-  
-` + kptImagePrefixFlag + `  
-  --image-pull-policy:
-    If the image should be pulled before rendering the package(s). It can be set
-    to one of always, ifNotPresent, never. If unspecified, always will be the
-    default.
-  
-` + kptOutputFlag + `  
-` + kptResultsDirFlag + `
+    Give image functions the host's network. Off by default; exec functions
+    are not affected.
+
+` + kptImagePrefixHelp + `
+` + kptPullPolicyHelp + `
+` + kptOutputHelp + `
+` + kptResultsDirHelp + `
 Kptfile Annotations:
 
   kpt.dev/save-on-render-failure:
-    Controls whether partially rendered resources are saved when rendering fails.
-    Set to "true" in the Kptfile metadata.annotations section to preserve the state
-    of resources at the point of failure. This is useful for debugging render failures
-    and understanding what changes were applied before the error occurred.
-    This follows the same pattern as kpt.dev/bfs-rendering annotation.
-    Default: false (failures will revert changes).
-
-Environment Variables:
-
-  KPT_IMAGE_PREFIX:
-    The default container registry prefix to use when resolving short image names. This can be overridden by the --image-prefix flag.
-` + kptrRuntimeNote,
+    "true" in the root Kptfile's metadata.annotations keeps what the
+    functions had written when one fails, for debugging, instead of putting
+    the package back as it was.
+` + kptImagePrefixEnv + kptrRunsFunctions,
 		example: `
-  # Render the package in current directory
+  # render the package in the current directory, in place
   $ kpt fn render
 
-  # Render the package in current directory and save results in my-results-dir
-  $ kpt fn render --results-dir my-results-dir
+  # render another package and keep the functions' results
+  $ kpt fn render path/to/pkg --results-dir /tmp/results
 
-  # Render my-package-dir
-  $ kpt fn render my-package-dir
+  # write the rendered package to a new directory, leaving the original alone
+  $ kpt fn render path/to/pkg -o path/to/rendered
 
-  # Render the package in current directory and write output resources to another DIR
-  $ kpt fn render -o path/to/dir
+  # print the rendered resources and apply them
+  $ kpt fn render path/to/pkg -o unwrap | kubectl apply -f -
 
-  # Render resources in current directory and write unwrapped resources to stdout
-  # which can be piped to kubectl apply
-  $ kpt fn render -o unwrap | kpt fn eval -i ghcr.io/kptdev/krm-functions-catalog/remove-local-config-resources:latest -o unwrap - | kubectl apply -f -
-
-  # Render my-package-dir with network access enabled for functions
+  # let the functions reach the network
   $ kpt fn render --allow-network
 `,
 		flags: map[string]string{
-			"allow-alpha-wasm":  "allow wasm to be used during pipeline execution.",
-			"allow-exec":        "allow binary executable to be run during pipeline execution.",
-			"allow-network":     "allow functions to access network during pipeline execution.",
+			"allow-alpha-wasm":  kptFlagWasm,
+			"allow-exec":        "let pipelines run exec: functions (unsandboxed host binaries)",
+			"allow-network":     "give image functions the host network",
 			"image-prefix":      kptFlagPrefix,
 			"image-pull-policy": kptFlagPullPolicy,
 			"output":            kptFlagOutput,
-			"results-dir":       "path to a directory to save function results",
+			"results-dir":       "directory to write results.yaml into",
 		},
 	},
 	"fn eval": {
 		use:   "eval [DIR | -] [flags] [--fn-args]",
-		short: "Execute function on resources",
+		short: "Run one function on a directory or on stdin",
 		long: `
   kpt fn eval [DIR|-] [flags] [-- fn-args]
+
+Runs a single function, given by --image or --exec (one of the two), on the
+resources of a directory, without reading the Kptfile's pipeline.
 
 Args:
 
   DIR|-:
-    Path to the local directory containing resources. Defaults to the current
-    working directory. Using '-' as the directory path will cause ` + "`eval`" + ` to
-    read resources from ` + "`stdin`" + ` and write the output to ` + "`stdout`" + `. When resources are
-    read from ` + "`stdin`" + `, they must be in one of the following input formats:
-  
-    1. Multi object YAML where resources are separated by ` + "`---`" + `.
-  
-    2. KRM Function Specification wire format where resources are wrapped in an object
-       of kind ResourceList.
-  
-    If the output is written to ` + "`stdout`" + `, resources are written in multi object YAML
-    format where resources are separated by ` + "`---`" + `.
+    The directory whose resources the function gets (the current directory
+    when omitted), written back in place unless --output says otherwise.
+    "-" reads the resources from stdin instead, either as YAML documents
+    separated by "---" or as one ResourceList, and prints the result on
+    stdout as YAML documents.
 
   fn-args:
-    function arguments to be provided as input to the function. These must be
-    provided in the ` + "`key=value`" + ` format and come after the separator ` + "`--`" + `.
+    key=value pairs after "--", given to the function as the data of a
+    ConfigMap functionConfig (instead of --fn-config).
 
 Flags:
 
   --as-current-user:
-    Use the ` + "`uid`" + ` and ` + "`gid`" + ` of the kpt process for container function execution.
-    By default, container function is executed as ` + "`nobody`" + ` user. You may want to use
-    this flag to run higher privilege operations such as mounting the local filesystem.
-  
+    Run the function as your uid and gid instead of nobody, for example so
+    that it can write to a directory mounted with --mount.
+
   --env, e:
-    List of local environment variables to be exported to the container function.
-    By default, none of local environment variables are made available to the
-    container running the function. The value can be in ` + "`key=value`" + ` format or only
-    the key of an already exported environment variable.
-  
+    An environment variable for the function, KEY=VALUE or just KEY to pass
+    on your own value of it; repeat for more. The function sees none of
+    your environment otherwise.
+
   --exec:
-    Path to the local executable binary to execute as a function. Quotes are needed
-    if the executable requires arguments. ` + "`eval`" + ` executes only one function, so do
-    not use ` + "`--image`" + ` flag with this flag. This is useful for testing function locally
-    during development. It enables faster dev iterations by avoiding the function to
-    be published as container image.
-  
+    A binary on this machine to run as the function, with its arguments
+    (quote the whole command). It runs outside the sandbox, with your
+    rights.
+
   --fn-config:
-    Path to the file containing ` + "`functionConfig`" + ` for the function.
-  
+    A file holding the function's functionConfig.
+
   --image, i:
-    Container image of the function to execute e.g. ` + "`ghcr.io/kptdev/krm-functions-catalog/set-namespace:latest`" + `.
-    For convenience, if full image path is not specified, a default prefix is added.
-    The default prefix is ` + "`ghcr.io/kptdev/krm-functions-catalog/`" + `, but can be customized via the
-    ` + "`--image-prefix`" + ` flag or ` + "`KPT_IMAGE_PREFIX`" + ` environment variable.
-    ` + "`eval`" + ` executes only one function, so do not use ` + "`--exec`" + ` flag with this flag.
-  
-` + kptImagePrefixFlag + `  
-  --image-pull-policy:
-    If the image should be pulled before rendering the package(s). It can be set
-    to one of always, ifNotPresent, never. If unspecified, always will be the
-    default.
-  
+    The function's image. A name without "/" gets the image prefix
+    (set-namespace:v0.4 becomes
+    ghcr.io/kptdev/krm-functions-catalog/set-namespace:v0.4 by default).
+
+` + kptImagePrefixHelp + `
+` + kptPullPolicyHelp + `
   --match-api-version, --match-kind, --match-name, --match-namespace,
   --match-labels, --match-annotations:
-    Select resources matching the given apiVersion, kind, name, namespace,
-    labels or annotations.
-  
+    Give the function only the resources with this apiVersion, kind, name,
+    namespace, labels or annotations; the others pass through untouched.
+
   --exclude-api-version, --exclude-kind, --exclude-name, --exclude-namespace,
   --exclude-labels, --exclude-annotations:
-    Exclude resources matching the given apiVersion, kind, name, namespace,
-    labels or annotations.
-  
+    Keep the resources with this apiVersion, kind, name, namespace, labels
+    or annotations away from the function.
+
   --mount:
-    List of storage options to enable reading from the local filesytem. By default,
-    container functions can not access the local filesystem. It accepts the same options
-    as specified on the [Docker Volumes] for ` + "`docker run`" + `. All volumes are mounted
-    readonly by default. Specify ` + "`rw=true`" + ` to mount volumes in read-write mode.
-  
+    A host path to show the function, type=bind,src=HOST,dst=PATH, read-only
+    unless rw=true is added; repeat for more. Functions see no host files
+    otherwise.
+
   --network:
-    If enabled, container functions are allowed to access network.
-    By default it is disabled.
-  
-` + kptOutputFlag + `  
-` + kptResultsDirFlag + `
+    Give the function the host's network (off by default).
+
+` + kptOutputHelp + `
+` + kptResultsDirHelp + `
   --save, s:
-    Save the function image and fn-config to Kptfile (not supported by kptr).
+    After a successful run, add the function (its image or exec command, its
+    selectors and its config) to the package's Kptfile pipeline, in the list
+    --type names.
 
-Environment Variables:
-
-  KPT_IMAGE_PREFIX:
-    The default container registry prefix to use when resolving short image names.
-    This can be overridden by the --image-prefix flag.
-` + kptrRuntimeNote,
+  --type, t:
+    mutator or validator: which pipeline list --save adds the function to.
+` + kptImagePrefixEnv + kptrRunsFunctions,
 		example: `
-  # execute container my-fn on the resources in DIR directory and
-  # write output back to DIR
-  $ kpt fn eval DIR -i ghcr.io/example.com/my-fn
+  # set the namespace of every resource under DIR, in place
+  $ kpt fn eval DIR -i set-namespace:v0.4.1 -- namespace=prod
 
-  # execute container my-fn on the resources in DIR directory with
-  # ` + "`functionConfig`" + ` my-fn-config
-  $ kpt fn eval DIR -i ghcr.io/example.com/my-fn --fn-config my-fn-config
+  # the same with the functionConfig in a file
+  $ kpt fn eval DIR -i set-namespace:v0.4.1 --fn-config ns-config.yaml
 
-  # execute container my-fn with an input ConfigMap containing ` + "`data: {foo: bar}`" + `
-  $ kpt fn eval DIR -i ghcr.io/example.com/my-fn:v1.0.0 -- foo=bar
+  # label only the Deployments
+  $ kpt fn eval DIR -i set-labels:v0.2.0 --match-kind Deployment -- tier=web
 
-  # execute executable my-fn on the resources in DIR directory and
-  # write output back to DIR
-  $ kpt fn eval DIR --exec ./my-fn
+  # try a function binary you are writing, then keep it in the pipeline
+  $ kpt fn eval DIR --exec "./my-fn --verbose"
+  $ kpt fn eval DIR -i example.com/my-fn:v1 -s -t validator
 
-  # chaining functions using the unix pipe to set namespace and set labels on
-  # wordpress package
-  $ kpt fn source wordpress \
-    | kpt fn eval - -i ghcr.io/kptdev/krm-functions-catalog/set-namespace:latest -- namespace=mywordpress \
-    | kpt fn eval - -i ghcr.io/kptdev/krm-functions-catalog/set-labels:latest -- label_name=color label_value=orange \
-    | kpt fn sink wordpress
+  # a pipe: read a package, change it twice, write it to a new directory
+  $ kpt fn source DIR \
+    | kpt fn eval - -i set-namespace:v0.4.1 -- namespace=prod \
+    | kpt fn eval - -i set-labels:v0.2.0 -- env=prod \
+    | kpt fn sink NEW_DIR
 `,
 		flags: map[string]string{
-			"allow-alpha-wasm":    "allow alpha wasm functions to be run. If true, you can specify a wasm image with --image flag or a path to a wasm file (must have the .wasm file extension) with --exec flag.",
-			"as-current-user":     "use the uid and gid that kpt is running with to run the function in the container",
-			"env":                 "a list of environment variables to be used by functions",
-			"exclude-annotations": "exclude resources matching the given annotations",
-			"exclude-api-version": "exclude resources matching the given apiVersion",
-			"exclude-kind":        "exclude resources matching the given kind",
-			"exclude-labels":      "exclude resources matching the given labels",
-			"exclude-name":        "exclude resources matching the given name",
-			"exclude-namespace":   "exclude resources matching the given namespace",
-			"exec":                "run an executable as a function",
-			"fn-config":           "path to the function config file",
-			"image":               "run this image as a function",
+			"allow-alpha-wasm":    kptFlagWasm,
+			"as-current-user":     "run the function as your uid and gid instead of nobody",
+			"env":                 "KEY=VALUE or KEY for the function's environment, repeatable",
+			"exclude-annotations": "keep resources with these annotations from the function",
+			"exclude-api-version": "keep resources of this apiVersion from the function",
+			"exclude-kind":        "keep resources of this kind from the function",
+			"exclude-labels":      "keep resources with these labels from the function",
+			"exclude-name":        "keep resources of this name from the function",
+			"exclude-namespace":   "keep resources in this namespace from the function",
+			"exec":                "host binary (and arguments) to run as the function, unsandboxed",
+			"fn-config":           "file holding the functionConfig",
+			"image":               "function image to run",
 			"image-prefix":        kptFlagPrefix,
 			"image-pull-policy":   kptFlagPullPolicy,
-			"match-annotations":   "select resources matching the given annotations",
-			"match-api-version":   "select resources matching the given apiVersion",
-			"match-kind":          "select resources matching the given kind",
-			"match-labels":        "select resources matching the given labels",
-			"match-name":          "select resources matching the given name",
-			"match-namespace":     "select resources matching the given namespace",
-			"mount":               "a list of storage options read from the filesystem",
-			"network":             "enable network access for functions that declare it",
+			"match-annotations":   "only resources with these annotations",
+			"match-api-version":   "only resources of this apiVersion",
+			"match-kind":          "only resources of this kind",
+			"match-labels":        "only resources with these labels",
+			"match-name":          "only resources of this name",
+			"match-namespace":     "only resources in this namespace",
+			"mount":               "host path for the function: type=bind,src=HOST,dst=PATH[,rw=true], repeatable",
+			"network":             "give the function the host network",
 			"output":              kptFlagOutput,
-			"results-dir":         "write function results to this dir",
-			"save":                "save the function and its arguments to Kptfile",
+			"results-dir":         "directory to write results.yaml into",
+			"save":                "add the function to the Kptfile pipeline after it succeeds",
+			"type":                "mutator or validator: the pipeline list --save adds to",
 		},
 	},
 	"fn source": {
 		use:   "source [DIR] [flags]",
-		short: "Source resources from a local directory",
+		short: "Print a directory's resources for a pipe",
 		long: `
   kpt fn source [DIR] [flags]
+
+Reads the resources under a directory and prints them, with the
+annotations that record which file each came from, so that kpt fn eval -
+can change them and kpt fn sink can write them back to files.
 
 Args:
 
   DIR:
-    Path to the local directory containing resources. Defaults to the current
-    working directory.
+    The directory to read; the current directory when omitted.
 
 Flags:
 
   --fn-config:
-    Path to the file containing ` + "`functionConfig`" + `.
-  
+    A file holding a functionConfig to add to the ResourceList.
+
   --output, o:
-    If specified, the output resources are written to stdout in provided format.
-    Allowed values:
-    1. stdout(default): output resources are wrapped in ResourceList and written to stdout.
-    2. unwrap: output resources are written to stdout, in multi-object yaml format.
+    "stdout" (the default) prints one ResourceList; "unwrap" prints the
+    resources as YAML documents separated by "---".
 `,
 		example: `
-  # read resources from DIR directory and write the output on stdout.
+  # print the package as a ResourceList
   $ kpt fn source DIR
 
-  # read resources from DIR directory, execute my-fn on them and write the
-  # output to DIR directory.
-  $ kpt fn source DIR |
-    kpt fn eval - --image ghcr.io/example.com/my-fn - |
-    kpt fn sink DIR
+  # change it in a pipe and write it to a new directory
+  $ kpt fn source DIR | kpt fn eval - -i set-namespace:v0.4.1 -- namespace=prod | kpt fn sink NEW_DIR
 `,
 		flags: map[string]string{
-			"fn-config": "path to function config file.",
-			"output":    "output resources are written to stdout in provided format. Allowed values: stdout|unwrap",
+			"fn-config": "file holding a functionConfig to include",
+			"output":    "stdout (a ResourceList, the default) or unwrap (YAML documents)",
 		},
 	},
 	"fn sink": {
 		use:   "sink DIR [flags]",
-		short: "Write resources to a local directory",
+		short: "Write resources from stdin into a new directory",
 		long: `
   kpt fn sink DIR [flags]
-  
+
+Reads resources from stdin (a ResourceList or YAML documents, as kpt fn
+source and kpt fn eval - print them) and writes each one to the file its
+annotations name, under DIR.
+
   DIR:
-    Path to a local directory to write resources to. The directory must not already exist.
+    The directory to create; it must not exist yet.
 `,
 		example: `
-  # read resources from DIR directory, execute my-fn on them and write the
-  # output to DIR directory.
-  $ kpt fn source DIR |
-    kpt fn eval - --image ghcr.io/example.com/my-fn |
-    kpt fn sink NEW_DIR
+  # write a changed copy of a package
+  $ kpt fn source DIR | kpt fn eval - -i set-labels:v0.2.0 -- env=prod | kpt fn sink NEW_DIR
 `,
 	},
 }

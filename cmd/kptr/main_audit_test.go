@@ -52,7 +52,7 @@ func TestCachePullPlatformNeedsOSAndArch(t *testing.T) {
 // used to fail with "`kpt fn` is not supported by kptr".
 func TestKptFnWithoutSubcommand(t *testing.T) {
 	code, out, errs := runIn(t, "kpt", "fn")
-	if code != 0 || out != "" || !strings.Contains(errs, "Usage:\n  kpt fn [flags]\n  kpt fn [command]") || !strings.Contains(errs, "render      Render a package.") {
+	if code != 0 || out != "" || !strings.Contains(errs, "Usage:\n  kpt fn [flags]\n  kpt fn [command]") || !strings.Contains(errs, "render      Render a package by running its Kptfile pipelines") {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 }

@@ -526,64 +526,14 @@ func (d *decoder) scalar(p int) (*yaml.Node, int) {
 		switch d.src[i] {
 		case '#':
 			v := d.src[p:end]
-			return d.newNode(yaml.ScalarNode, plainTag(v), v, line, col), end
+			return d.newNode(yaml.ScalarNode, ResolveTag(v), v, line, col), end
 		case '\t':
 			reject()
 		}
 	}
 	v := d.src[p:end]
-	return d.newNode(yaml.ScalarNode, plainTag(v), v, line, col), end
+	return d.newNode(yaml.ScalarNode, ResolveTag(v), v, line, col), end
 }
-
-// plainTag is ResolveTag with shortcuts (no allocation) for the common
-// strings and integers.
-func plainTag(v string) string {
-	if v == "" {
-		return ResolveTag(v)
-	}
-	switch resolveTable[v[0]] {
-	case 0:
-		return strTagS
-	case 'M':
-		// resolve looks these up in its map only.
-		if item, ok := resolveMap[v]; ok {
-			return item.tag
-		}
-		return strTagS
-	case 'D':
-		// A decimal integer without a leading zero ("09" is a float).
-		if len(v) <= 18 && (len(v) == 1 || v[0] != '0') {
-			i := 0
-			for i < len(v) && v[i] >= '0' && v[i] <= '9' {
-				i++
-			}
-			if i == len(v) {
-				return intTag
-			}
-		}
-		fallthrough
-	case 'S', '.':
-		// Beyond the map (.inf, -.inf, ...), timestamps, ints (any base)
-		// and floats are spelled with these bytes only; anything else
-		// resolves to a string.
-		if _, ok := resolveMap[v]; ok {
-			return ResolveTag(v)
-		}
-		for i := 0; i < len(v); i++ {
-			if !numByte[v[i]] {
-				return strTagS
-			}
-		}
-	}
-	return ResolveTag(v)
-}
-
-var numByte = func() (t [256]bool) {
-	for _, c := range "0123456789+-_.: abcdefABCDEFxXoOtTZ" {
-		t[c] = true
-	}
-	return t
-}()
 
 func (d *decoder) singleQuoted(p int) (string, int) {
 	i := p + 1
@@ -1175,7 +1125,7 @@ func (d *decoder) flowPlain(p int) (*yaml.Node, int) {
 			if v == "<<" {
 				reject()
 			}
-			return d.newNode(yaml.ScalarNode, plainTag(v), v, line, col), end
+			return d.newNode(yaml.ScalarNode, ResolveTag(v), v, line, col), end
 		case '#', '\t', '\n':
 			reject()
 		}

@@ -568,34 +568,6 @@ func BenchmarkDecode(b *testing.B) {
 	})
 }
 
-// TestDecodePlainTag: the shortcuts of plainTag agree with yaml.v3's resolve.
-func TestDecodePlainTag(t *testing.T) {
-	values := []string{
-		"0", "1", "09", "0777", "0x1F", "0X1f", "0o17", "0O17", "0b101", "-0b101", "-0o17", "+12", "-12",
-		"1_000", "123456789012345678", "1234567890123456789", "99999999999999999999", "1e3", "1E3", "1.5",
-		".5", ".5e3", ".inf", ".nan", "-.inf", "+.inf", "2001-12-14", "2001-12-14t21:59:43.10Z",
-		"2001-12-14T21:59:43.10+05:00", "2001-12-14 21:59:43.10", "500m", "128Mi", "--port=8080", "-",
-		"1.2.3", "1:20", "0xZZ", "1e", "inf", "nan", "+inf", "-infinity", "true", "y", "Yes", "on", "null",
-		"~", "NULL", "Null", "off", "false", "FALSE", "é1", "1é", "0x_1", "0_1", "8080", "00", "0.", "-.5",
-		"n", "N", "name", "no", "No", "NO", "yes", "YES", "True", "TRUE", "t", "f", "o", "O", "~x", "tier", "Off",
-	}
-	alpha := "0189+-_.: aexoTZbm"
-	for _, a := range alpha {
-		values = append(values, string(a))
-		for _, b := range alpha {
-			values = append(values, string(a)+string(b))
-			for _, c := range alpha {
-				values = append(values, string(a)+string(b)+string(c))
-			}
-		}
-	}
-	for _, v := range values {
-		if got, want := plainTag(v), ResolveTag(v); got != want {
-			t.Errorf("plainTag(%q) = %s, ResolveTag gives %s", v, got, want)
-		}
-	}
-}
-
 // TestDecodeGenerated compares both decoders on random documents built
 // from tricky fragments, some of them mutated, so that many handled (and
 // nearly handled) shapes are checked beyond the byte-level fuzzer's reach.

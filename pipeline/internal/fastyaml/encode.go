@@ -1,24 +1,49 @@
 package fastyaml
 
-// The encoder below is a direct port of the parts of yaml.v3's encoder
-// (encode.go: (*encoder).node) and emitter (emitterc.go: the document, block
-// and flow collection states, yaml_emitter_analyze_scalar,
-// yaml_emitter_select_scalar_style, the plain, single-quoted, double-quoted,
-// literal and folded writers, the comment processing, write_indent and
-// write_indicator) from go.yaml.in/yaml/v3 v3.0.5 (Apache-2.0 and MIT,
-// Copyright (c) 2011-2019 Canonical Ltd, Copyright (c) 2006-2010 Kirill
-// Simonov), walking the node tree instead of queueing events. The emitter
-// state (indent, column, whitespace, indention, foot_indent, flow level and
-// the pending comments) is kept exactly as yaml.v3 keeps it, so the bytes are
-// the same. Comments travel as the event stream carries them (head and tail
-// on start events, line and foot on end events, a key's foot comment as the
-// next key's tail) and come out where yaml.v3 puts them. Tags that would be
-// written and complex ("? ") keys are left out: a node that needs them makes
-// the encoder report "not handled". Empty collections go
-// through the flow states, as the emitter writes them as {} and []. best_width
-// is -1 in v3.0.5 (yaml_emitter_t is initialised with it and the encoder
-// never sets it), so the emitter never folds lines and the writers below
-// have no folding branches.
+// The encoder writes a yaml.Node tree as YAML text, byte for byte as
+// yaml.v3's encoder does with kyaml's settings (indent 2, compact or wide
+// sequences in mappings, no line folding), for the shapes it takes; a tree
+// outside them is reported as not handled and its caller uses yaml.v3.
+//
+// It is our own, written from YAML 1.2's presentation rules and yaml.v3's
+// observable output (the differential tests, generated trees and fuzz
+// targets in this package compare every handled case with yaml.v3): a
+// recursive walk that knows at each node where the cursor stands (at a
+// line start, after "key:", after "- ", inside a flow collection) and which
+// indentation the enclosing block collection has, and writes whole lines.
+//
+// The layout, as yaml.v3 writes it:
+//   - a block mapping's keys start at its indentation; a value that is a
+//     block mapping is indented by 2 on the next line; a block sequence
+//     under a key starts at the key's indentation (Compact) or 2 deeper
+//     (Wide); scalars, aliases and flow or empty collections follow
+//     "key: " on the same line;
+//   - a block sequence item starts "- "; a mapping item's first key and a
+//     sequence item's first item follow on the same line and the rest are
+//     indented 2 past the "-"; an anchored collection item puts its anchor
+//     after the "-" and starts on the next line;
+//   - block scalars and multi-line single-quoted scalars indent their
+//     lines 2 past the enclosing block collection; inside flow collections
+//     each level of nesting adds 2;
+//   - empty collections are written in flow style, {} and [].
+//
+// Comments, where yaml.v3 puts them:
+//   - head comments above the key or item they belong to, at its
+//     indentation (the first key or item after a "- " takes the rest of
+//     that line); a document's head comment, then an empty line, above it;
+//   - line comments after the scalar, alias or flow collection on the line,
+//     on the header line of a block scalar, and after "key:" when a block
+//     collection follows;
+//   - foot comments of keys, scalars and aliases below their lines, at the
+//     indentation of the enclosing collection, with an empty line before
+//     the next line that starts at that indentation; a document's foot
+//     comment after an empty line;
+//   - a scalar value's head comment below its pair, above the next key
+//     unless that key has its own.
+//
+// Any other comment (inside flow collections, foot comments of
+// collections, a comment between an anchor and a collection) makes the
+// tree not handled.
 
 import (
 	"sync"
@@ -38,41 +63,19 @@ const (
 	Wide
 )
 
-const bestIndent = 2
+// maxSimpleKey is the longest key (anchor and value) yaml.v3 writes as
+// "key:"; a longer one it writes as a "? " complex key, which we leave to it.
+const maxSimpleKey = 128
 
-// Scalar styles, as yaml.v3's emitter names them.
-const (
-	stylePlain = iota
-	styleSingle
-	styleDouble
-	styleLiteral
-	styleFolded
-)
-
-type emitter struct {
-	buf        []byte
-	indent     int
-	column     int
-	whitespace bool
-	indention  bool
-	compact    bool
-	flow       int // flow_level: nesting depth of flow collections
-	footIndent int // foot_indent
-
-	// Comments waiting to be written, as yaml_emitter_analyze_event leaves
-	// them: set from each event that carries one, cleared when written.
-	headComment, lineComment, footComment, tailComment, keyLineComment string
-}
-
-func newEmitter(buf []byte, style SeqStyle) emitter {
-	return emitter{
-		buf:        buf,
-		indent:     -1,
-		whitespace: true,
-		indention:  true,
-		compact:    style == Compact,
-		footIndent: -1,
-	}
+// encoder holds the output and the settings of one call.
+type encoder struct {
+	out   []byte
+	start int // len(out) when the call began: a line start
+	wide  bool
+	ok    bool // false once something outside the handled shapes is met
+	// blankAt is the indentation after which a foot comment was written:
+	// the next line starting there is preceded by an empty line (-1: none).
+	blankAt int
 }
 
 var scratch = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
@@ -97,56 +100,43 @@ func Encodable(n *yaml.Node) bool {
 //
 // writes for n (a DocumentNode, or any other node, which yaml.v3 wraps in a
 // document). ok is false, and buf is returned unchanged, when n is outside
-// the handled subset.
+// the handled shapes.
 //
 // Documents written one after another by a single yaml.v3 encoder (as
-// kio.ByteWriter does) are the AppendDocument outputs joined by "---\n":
-// AppendDocument declines documents that would leave a comment pending for
-// the next one.
+// kio.ByteWriter does) are the AppendDocument outputs joined by "---\n".
 func AppendDocument(buf []byte, n *yaml.Node, style SeqStyle) (out []byte, ok bool) {
 	if n == nil {
 		return buf, false
 	}
-	e := newEmitter(buf, style)
+	e := encoder{out: buf, start: len(buf), wide: style == Wide, ok: true, blankAt: -1}
 	root := n
 	if n.Kind == yaml.DocumentNode {
-		if len(n.Content) != 1 || !validComment(n.HeadComment) || !validComment(n.FootComment) {
+		if len(n.Content) != 1 || n.LineComment != "" {
 			return buf, false
 		}
 		root = n.Content[0]
-		// yaml_emitter_emit_document_start (implicit, first document).
 		if n.HeadComment != "" {
-			e.headComment = n.HeadComment
-			e.processHeadComment()
-			e.putBreak()
+			if !e.comment(n.HeadComment, 0) {
+				return buf, false
+			}
+			e.out = append(e.out, '\n')
 		}
 	}
-	// yaml_emitter_emit_document_content.
-	if !e.startEvent(root, "", false) {
-		return buf, false
+	if root.HeadComment != "" {
+		if !e.comment(root.HeadComment, 0) {
+			return buf, false
+		}
 	}
-	e.processHeadComment()
-	coll, flow, ok := e.emitNode(root, false, false, false)
-	if !ok {
-		return buf, false
-	}
-	e.processLineComment()
-	e.processFootComment()
-	if coll && !e.body(root, false, flow, false) {
-		return buf, false
-	}
-	// yaml_emitter_emit_document_end (implicit).
+	e.root(root)
 	if n.Kind == yaml.DocumentNode && n.FootComment != "" {
-		e.footComment = n.FootComment
+		// after an empty line, whatever the document ended with
+		e.blankAt = 0
+		e.comment(n.FootComment, 0)
 	}
-	e.footIndent = 0
-	e.processFootComment()
-	e.footIndent = -1
-	e.writeIndent()
-	if e.pending() || e.headComment != "" || e.keyLineComment != "" {
+	if !e.ok {
 		return buf, false
 	}
-	return e.buf, true
+	return e.out, true
 }
 
 // AppendSeqItem appends the bytes n contributes as one item of a top-level
@@ -155,302 +145,67 @@ func AppendDocument(buf []byte, n *yaml.Node, style SeqStyle) (out []byte, ok bo
 // appending items one by one gives exactly the bytes of encoding the whole
 // sequence at once. ok is false, and buf is returned unchanged, when n is
 // not handled (a DocumentNode is not an item: pass its root).
-//
-// That composes because the emitter state after each item's closing line
-// break (column 0, at a line start, after whitespace, no comment pending) is
-// the state it has before the first item; items that would leave a comment
-// pending or a foot comment's blank line owed fall back.
 func AppendSeqItem(buf []byte, n *yaml.Node, style SeqStyle) (out []byte, ok bool) {
 	if n == nil {
 		return buf, false
 	}
-	e := newEmitter(buf, style)
-	e.indent = 0 // the root sequence's indentation
-	// yaml_emitter_emit_block_sequence_item.
-	if !e.startEvent(n, "", false) {
-		return buf, false
-	}
-	e.processHeadComment()
-	e.writeIndent()
-	e.indicator("-", true, false, true)
-	coll, flow, ok := e.emitNode(n, true, false, false)
-	if !ok {
-		return buf, false
-	}
-	e.processLineComment()
-	e.processFootComment()
-	if coll && !e.body(n, true, flow, false) {
-		return buf, false
-	}
-	if e.pending() || e.headComment != "" || e.keyLineComment != "" || e.footIndent != -1 {
-		return buf, false
-	}
-	e.indent = -1
-	e.writeIndent()
-	return e.buf, true
-}
-
-// validComment: yaml.v3 writes comments character by character and panics
-// on invalid UTF-8.
-func validComment(c string) bool {
-	return c == "" || utf8.ValidString(c)
-}
-
-// startEvent is yaml_emitter_analyze_event's comment handling for the
-// event that starts n (what (*encoder).node attaches to it): tail is the
-// previous key's foot comment, stripFoot drops n's foot comment (a key's,
-// which the encoder moves to the next key's tail). It reports false for
-// invalid UTF-8 in a comment.
-func (e *emitter) startEvent(n *yaml.Node, tail string, stripFoot bool) bool {
-	if n.HeadComment == "" && n.LineComment == "" && n.FootComment == "" && tail == "" {
-		return true
-	}
-	if !validComment(n.HeadComment) || !validComment(n.LineComment) || !validComment(n.FootComment) || !validComment(tail) {
-		return false
-	}
+	e := encoder{out: buf, start: len(buf), wide: style == Wide, ok: true, blankAt: -1}
 	if n.HeadComment != "" {
-		e.headComment = n.HeadComment
+		e.comment(n.HeadComment, 0)
+	}
+	e.item(n, 0)
+	// An empty line owed to the next item would make the items depend on
+	// each other: left to yaml.v3.
+	if !e.ok || e.blankAt != -1 {
+		return buf, false
+	}
+	return e.out, true
+}
+
+// Node shapes.
+
+// isBlock reports a collection written in block style: non-empty and not
+// flow-styled (inside a flow collection everything is flow).
+func isBlock(n *yaml.Node) bool {
+	return (n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode) && len(n.Content) > 0 && n.Style&yaml.FlowStyle == 0
+}
+
+// supported checks what every node must satisfy: a kind we write, no tag
+// that would have to be written, valid anchors, well-formed mappings.
+func (e *encoder) supported(n *yaml.Node) bool {
+	if n.Style&yaml.TaggedStyle != 0 {
+		return e.fail()
 	}
 	switch n.Kind {
 	case yaml.ScalarNode:
-		if n.LineComment != "" {
-			e.lineComment = n.LineComment
-		}
-		if n.FootComment != "" && !stripFoot {
-			e.footComment = n.FootComment
-		}
-		if tail != "" {
-			e.tailComment = tail
+	case yaml.AliasNode:
+		if !validAnchor(n.Value) {
+			return e.fail()
 		}
 	case yaml.MappingNode:
-		if tail != "" {
-			e.tailComment = tail
+		if n.Tag != "" && shortTag(n.Tag) != mapTag || len(n.Content)%2 != 0 {
+			return e.fail()
 		}
-	case yaml.AliasNode:
-		// The encoder gives an alias event no tail comment.
-		if n.LineComment != "" {
-			e.lineComment = n.LineComment
+	case yaml.SequenceNode:
+		if n.Tag != "" && shortTag(n.Tag) != seqTag {
+			return e.fail()
 		}
-		if n.FootComment != "" && !stripFoot {
-			e.footComment = n.FootComment
-		}
+	default:
+		return e.fail() // a document inside a node, a zero node
+	}
+	if n.Anchor != "" && n.Kind != yaml.AliasNode && !validAnchor(n.Anchor) {
+		return e.fail()
 	}
 	return true
 }
 
-// endEvent is the analysis of a collection's end event: a mapping's end
-// carries the last key's foot comment as its tail, and both carry the
-// collection's line and foot comments.
-func (e *emitter) endEvent(n *yaml.Node, tail string) {
-	if tail != "" {
-		e.tailComment = tail
-	}
-	if n.LineComment != "" {
-		e.lineComment = n.LineComment
-	}
-	if n.FootComment != "" {
-		e.footComment = n.FootComment
-	}
+func (e *encoder) fail() bool {
+	e.ok = false
+	return false
 }
 
-// pending reports a line, foot or tail comment waiting (what the flow
-// states check to pick their TRAIL variants).
-func (e *emitter) pending() bool {
-	return e.lineComment != "" || e.footComment != "" || e.tailComment != ""
-}
-
-// putBreak is put_break.
-func (e *emitter) putBreak() {
-	e.buf = append(e.buf, '\n')
-	e.column = 0
-	e.indention = true
-}
-
-// writeIndent is yaml_emitter_write_indent.
-func (e *emitter) writeIndent() {
-	indent := e.indent
-	if indent < 0 {
-		indent = 0
-	}
-	if !e.indention || e.column > indent || (e.column == indent && !e.whitespace) {
-		e.putBreak()
-	}
-	if e.footIndent == indent {
-		e.putBreak()
-	}
-	for e.column < indent {
-		e.buf = append(e.buf, ' ')
-		e.column++
-	}
-	e.whitespace = true
-	e.footIndent = -1
-}
-
-// indicator is yaml_emitter_write_indicator for an ASCII indicator.
-func (e *emitter) indicator(ind string, needWhitespace, isWhitespace, isIndention bool) {
-	if needWhitespace && !e.whitespace {
-		e.buf = append(e.buf, ' ')
-		e.column++
-	}
-	e.buf = append(e.buf, ind...)
-	e.column += len(ind)
-	e.whitespace = isWhitespace
-	e.indention = e.indention && isIndention
-}
-
-// processHeadComment is yaml_emitter_process_head_comment.
-func (e *emitter) processHeadComment() {
-	if e.tailComment != "" {
-		e.writeIndent()
-		e.writeComment(e.tailComment)
-		e.tailComment = ""
-		e.footIndent = max(e.indent, 0)
-	}
-	if e.headComment == "" {
-		return
-	}
-	e.writeIndent()
-	e.writeComment(e.headComment)
-	e.headComment = ""
-}
-
-// processLineComment is yaml_emitter_process_line_comment.
-func (e *emitter) processLineComment() {
-	if e.lineComment == "" {
-		return
-	}
-	if !e.whitespace {
-		e.buf = append(e.buf, ' ')
-		e.column++
-	}
-	e.writeComment(e.lineComment)
-	e.lineComment = ""
-}
-
-// lineCommentLinebreak is yaml_emitter_process_line_comment_linebreak(true),
-// which block scalars call after their header.
-func (e *emitter) lineCommentLinebreak() {
-	if e.lineComment == "" {
-		e.putBreak()
-		return
-	}
-	e.processLineComment()
-}
-
-// processFootComment is yaml_emitter_process_foot_comment.
-func (e *emitter) processFootComment() {
-	if e.footComment == "" {
-		return
-	}
-	e.writeIndent()
-	e.writeComment(e.footComment)
-	e.footComment = ""
-	e.footIndent = max(e.indent, 0)
-}
-
-// writeComment is yaml_emitter_write_comment.
-func (e *emitter) writeComment(comment string) {
-	breaks := false
-	pound := false
-	for i := 0; i < len(comment); {
-		if isBreak(comment, i) {
-			i = e.writeBreak(comment, i)
-			breaks = true
-			pound = false
-		} else {
-			if breaks {
-				e.writeIndent()
-			}
-			if !pound {
-				if comment[i] != '#' {
-					e.buf = append(e.buf, '#', ' ')
-					e.column += 2
-				}
-				pound = true
-			}
-			i = e.write(comment, i)
-			e.indention = false
-			breaks = false
-		}
-	}
-	if !breaks {
-		e.putBreak()
-	}
-	e.whitespace = true
-}
-
-// increaseIndent is yaml_emitter_increase_indent_compact; inSeq says the
-// state on top of the stack is BLOCK_SEQUENCE_ITEM (the node is an item of
-// a block sequence). It returns the indentation to restore.
-func (e *emitter) increaseIndent(flow, inSeq, compactSeq bool) int {
-	saved := e.indent
-	if e.indent < 0 {
-		if flow {
-			e.indent = bestIndent
-		} else {
-			e.indent = 0
-		}
-	} else if inSeq {
-		e.indent += 2
-	} else {
-		e.indent = bestIndent * ((e.indent + bestIndent) / bestIndent)
-		if compactSeq {
-			e.indent -= 2
-		}
-	}
-	return saved
-}
-
-// emitNode is yaml_emitter_emit_node for the event that starts n, in the
-// context it is given: inSeq (item of a block sequence: the state on top of
-// the stack is BLOCK_SEQUENCE_ITEM), mapping (key or value of a mapping),
-// simpleKey (a mapping key). A scalar is written; for a collection it
-// reports coll, and flow when the flow states take it (flow_level > 0, flow
-// style or empty), and the caller runs body once its own state function has
-// finished with the start event. ok is false for anything outside the
-// handled subset.
-func (e *emitter) emitNode(n *yaml.Node, inSeq, mapping, simpleKey bool) (coll, flow, ok bool) {
-	if n.Style&yaml.TaggedStyle != 0 {
-		return false, false, false
-	}
-	switch n.Kind {
-	case yaml.ScalarNode:
-		if n.Anchor != "" && !validAnchor(n.Anchor) {
-			return false, false, false
-		}
-		return false, false, e.scalar(n, inSeq, simpleKey)
-	case yaml.AliasNode:
-		// yaml_emitter_emit_alias; the encoder sends node.Value as the
-		// alias name and ignores everything else but the comments.
-		if !validAnchor(n.Value) || simpleKey && len(n.Value) > 128 {
-			return false, false, false
-		}
-		e.processAnchor("*", n.Value)
-		return false, false, true
-	case yaml.MappingNode:
-		if simpleKey || (n.Tag != "" && shortTag(n.Tag) != mapTag) || len(n.Content)%2 != 0 {
-			return false, false, false
-		}
-	case yaml.SequenceNode:
-		if simpleKey || (n.Tag != "" && shortTag(n.Tag) != seqTag) {
-			return false, false, false
-		}
-	default:
-		return false, false, false // documents inside nodes, zero nodes
-	}
-	if n.Anchor != "" {
-		if !validAnchor(n.Anchor) {
-			return false, false, false
-		}
-		e.processAnchor("&", n.Anchor)
-	}
-	// check_empty_mapping / check_empty_sequence: an empty collection is
-	// written in flow style.
-	return true, e.flow > 0 || n.Style&yaml.FlowStyle != 0 || len(n.Content) == 0, true
-}
-
-// validAnchor is yaml_emitter_analyze_anchor's check: a non-empty name of
-// ASCII letters, digits, '_' and '-' (yaml.v3 fails on anything else).
+// validAnchor: yaml.v3 writes anchor and alias names of ASCII letters,
+// digits, '_' and '-' only, and fails on any other.
 func validAnchor(a string) bool {
 	if a == "" {
 		return false
@@ -464,239 +219,506 @@ func validAnchor(a string) bool {
 	return true
 }
 
-// processAnchor is yaml_emitter_process_anchor with
-// yaml_emitter_write_anchor: "&name" or "*name".
-func (e *emitter) processAnchor(indicator, name string) {
-	e.indicator(indicator, true, false, false)
-	e.buf = append(e.buf, name...)
-	e.column += len(name)
-	e.whitespace = false
-	e.indention = false
+// Output helpers.
+
+// lineAt starts a line at indent: the empty line a foot comment owes
+// there, then the indentation.
+func (e *encoder) lineAt(indent int) {
+	if e.blankAt == indent {
+		e.out = append(e.out, '\n')
+	}
+	e.blankAt = -1
+	e.pad(indent)
 }
 
-// body emits the children and the end event of collection n, which
-// emitNode started: inSeq and mapping are the context emitNode was given.
-func (e *emitter) body(n *yaml.Node, inSeq, flow, mapping bool) bool {
-	switch {
-	case n.Kind == yaml.SequenceNode && !flow:
-		return e.blockSequence(n, inSeq, mapping)
-	case n.Kind == yaml.MappingNode && !flow:
-		return e.blockMapping(n, inSeq)
-	case n.Kind == yaml.SequenceNode:
-		return e.flowSequence(n, inSeq)
+func (e *encoder) pad(n int) {
+	for ; n > 0; n-- {
+		e.out = append(e.out, ' ')
+	}
+}
+
+func (e *encoder) str(s string) { e.out = append(e.out, s...) }
+
+// anchorPrefix writes "&name " before a node on the same line.
+func (e *encoder) anchorPrefix(n *yaml.Node) {
+	if n.Anchor != "" && n.Kind != yaml.AliasNode {
+		e.out = append(e.out, '&')
+		e.str(n.Anchor)
+		e.out = append(e.out, ' ')
+	}
+}
+
+// Block context.
+
+// root writes the document's root node at the start of a line.
+func (e *encoder) root(n *yaml.Node) {
+	if !e.supported(n) {
+		return
+	}
+	if isBlock(n) {
+		if n.LineComment != "" || n.FootComment != "" {
+			e.fail()
+			return
+		}
+		if n.Anchor != "" {
+			e.out = append(e.out, '&')
+			e.str(n.Anchor)
+			e.out = append(e.out, '\n')
+		}
+		if n.Kind == yaml.MappingNode {
+			e.mapping(n, 0, false)
+		} else {
+			e.sequence(n, 0, false)
+		}
+		return
+	}
+	if n.Anchor != "" && n.Kind != yaml.AliasNode {
+		e.out = append(e.out, '&')
+		e.str(n.Anchor)
+		if !e.writesNothing(n) {
+			e.out = append(e.out, ' ')
+		}
+	}
+	e.leafLine(n, -1)
+}
+
+// afterIndicator writes a scalar, alias or flow collection that follows
+// "key:" or "-" on its line, then ends the line: a space and the node
+// (anchor first), or just the anchor for a value written as nothing.
+func (e *encoder) afterIndicator(n *yaml.Node, indent int) {
+	if n.Anchor != "" && n.Kind != yaml.AliasNode {
+		e.str(" &")
+		e.str(n.Anchor)
+	}
+	if !e.writesNothing(n) {
+		e.out = append(e.out, ' ')
+	}
+	e.leafLine(n, indent)
+}
+
+// leafLine writes a scalar, alias or flow collection where the cursor
+// stands in block context (indent is the enclosing block collection's, -1
+// at the root), its line comment and the line's end.
+func (e *encoder) leafLine(n *yaml.Node, indent int) {
+	if n.Kind != yaml.ScalarNode && n.Kind != yaml.AliasNode && n.FootComment != "" {
+		e.fail() // yaml.v3 writes it inside the brackets
+		return
+	}
+	defer e.footComment(n.FootComment, indent)
+	switch n.Kind {
+	case yaml.AliasNode:
+		e.out = append(e.out, '*')
+		e.str(n.Value)
+	case yaml.ScalarNode:
+		if e.scalar(n, max(indent, 0)+2, false, false) {
+			return // a block scalar: its comment is on its header, its lines ended
+		}
 	default:
-		return e.flowMapping(n, inSeq)
+		e.flowCollection(n, max(indent, 0)+2)
+	}
+	if n.LineComment != "" {
+		e.lineComment(n.LineComment)
+		return
+	}
+	e.out = append(e.out, '\n')
+}
+
+// writesNothing reports a node written as no characters at all: an empty
+// value in plain style in block context.
+func (e *encoder) writesNothing(n *yaml.Node) bool {
+	if n.Kind != yaml.ScalarNode || n.Value != "" {
+		return false
+	}
+	st, ok := scalarStyle(n, false, false)
+	return ok && st == stylePlain
+}
+
+// key writes a block mapping key and its ':'.
+func (e *encoder) key(k *yaml.Node) {
+	if k.Kind == yaml.AliasNode {
+		if len(k.Value) > maxSimpleKey {
+			e.fail()
+			return
+		}
+		e.out = append(e.out, '*')
+		e.str(k.Value)
+	} else {
+		e.anchorPrefix(k)
+		e.scalar(k, 0, false, true)
+	}
+	e.out = append(e.out, ':')
+}
+
+// mapping writes the pairs of block mapping n at indent; first says the
+// cursor already stands where the first key goes (after "- ").
+//
+// A head comment on a scalar or alias value is written below the pair (and
+// the key's foot comment), above the next key unless that key has a head
+// comment of its own, which wins; after the last pair it ends the mapping.
+func (e *encoder) mapping(n *yaml.Node, indent int, first bool) {
+	valueHead := ""
+	for i := 0; i < len(n.Content) && e.ok; i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if !e.supported(k) || !e.supported(v) {
+			return
+		}
+		if k.Kind != yaml.ScalarNode && k.Kind != yaml.AliasNode ||
+			v.HeadComment != "" && v.Kind != yaml.ScalarNode && v.Kind != yaml.AliasNode {
+			e.fail()
+			return
+		}
+		head := k.HeadComment
+		if head == "" {
+			head = valueHead
+		}
+		if !e.lineStart(head, indent, first) {
+			return
+		}
+		first = false
+		e.key(k)
+		e.value(k, v, indent)
+		e.footComment(k.FootComment, indent)
+		valueHead = v.HeadComment
+	}
+	if valueHead != "" && e.ok {
+		e.comment(valueHead, indent)
 	}
 }
 
-// blockSequence is yaml_emitter_emit_block_sequence_item.
-func (e *emitter) blockSequence(n *yaml.Node, inSeq, mapping bool) bool {
-	compactSeq := mapping && (e.column == 0 || !e.indention) && e.compact
-	saved := e.increaseIndent(false, inSeq, compactSeq)
-	for _, item := range n.Content {
-		if !e.startEvent(item, "", false) {
-			return false
+// value writes v after "key:" in a block mapping at indent.
+func (e *encoder) value(k, v *yaml.Node, indent int) {
+	if isBlock(v) {
+		if v.LineComment != "" || v.FootComment != "" {
+			e.fail()
+			return
 		}
-		e.processHeadComment()
-		e.writeIndent()
-		e.indicator("-", true, false, true)
-		coll, flow, ok := e.emitNode(item, true, false, false)
-		if !ok {
-			return false
+		if v.Anchor != "" {
+			e.str(" &")
+			e.str(v.Anchor)
 		}
-		e.processLineComment()
-		e.processFootComment()
-		if coll && !e.body(item, true, flow, false) {
-			return false
+		if k.LineComment != "" {
+			if !e.lineComment(k.LineComment) {
+				return
+			}
+		} else {
+			e.out = append(e.out, '\n')
 		}
+		if v.Kind == yaml.MappingNode {
+			e.mapping(v, indent+2, false)
+		} else if e.wide {
+			e.sequence(v, indent+2, false)
+		} else {
+			e.sequence(v, indent, false)
+		}
+		return
 	}
-	e.endEvent(n, "")
-	e.indent = saved
+	if k.LineComment != "" {
+		if v.LineComment != "" || v.Kind != yaml.ScalarNode {
+			e.fail() // two line comments for one line; yaml.v3 drops one
+			return
+		}
+		// The key's comment goes where the value's would.
+		c := *v
+		c.LineComment = k.LineComment
+		v = &c
+	}
+	e.afterIndicator(v, indent)
+}
+
+// sequence writes the items of block sequence n at indent; first says the
+// cursor already stands after a "- " of the enclosing sequence.
+func (e *encoder) sequence(n *yaml.Node, indent int, first bool) {
+	for _, it := range n.Content {
+		if !e.ok {
+			return
+		}
+		if !e.lineStart(it.HeadComment, indent, first) {
+			return
+		}
+		first = false
+		e.item(it, indent)
+	}
+}
+
+// item writes one item of a block sequence at indent, starting with its
+// "-" (the cursor stands at the item's column).
+func (e *encoder) item(n *yaml.Node, indent int) {
+	if !e.supported(n) {
+		return
+	}
+	if !isBlock(n) {
+		e.out = append(e.out, '-')
+		e.afterIndicator(n, indent)
+		return
+	}
+	if n.LineComment != "" || n.FootComment != "" {
+		e.fail()
+		return
+	}
+	if n.Anchor != "" {
+		if n.Content[0].HeadComment != "" {
+			e.fail() // a comment between the anchor and the first key or item
+			return
+		}
+		e.str("- &")
+		e.str(n.Anchor)
+		e.out = append(e.out, '\n')
+		e.lineAt(indent + 2)
+	} else {
+		e.str("- ")
+	}
+	if n.Kind == yaml.MappingNode {
+		e.mapping(n, indent+2, true)
+	} else {
+		e.sequence(n, indent+2, true)
+	}
+}
+
+// Comments.
+
+// lineStart goes to where the next key or item of a block collection at
+// indent starts, writing its head comment c above it. first says the
+// cursor stands after the "- " of the enclosing item, where the first key
+// or item goes; a head comment there takes the rest of that line and the
+// key or item starts on the next one.
+func (e *encoder) lineStart(c string, indent int, first bool) bool {
+	switch {
+	case c == "" && first:
+	case c == "":
+		e.lineAt(indent)
+	case first:
+		if !e.commentHere(c, indent) {
+			return false
+		}
+		e.lineAt(indent)
+	default:
+		if !e.comment(c, indent) {
+			return false
+		}
+		e.lineAt(indent)
+	}
 	return true
 }
 
-// blockMapping is yaml_emitter_emit_block_mapping_key and
-// yaml_emitter_emit_block_mapping_value for simple keys.
-func (e *emitter) blockMapping(n *yaml.Node, inSeq bool) bool {
-	saved := e.increaseIndent(false, inSeq, false)
-	tail := ""
-	for i := 0; i < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		if k.Kind != yaml.ScalarNode && k.Kind != yaml.AliasNode {
-			return false // complex key
+// commentHere writes comment c from the cursor on, its further lines at
+// indent.
+func (e *encoder) commentHere(c string, indent int) bool {
+	line, rest, more := cutLine(c)
+	if !commentWritable(c) {
+		return e.fail()
+	}
+	if line != "" {
+		if line[0] != '#' {
+			e.str("# ")
 		}
-		if !e.startEvent(k, tail, true) {
-			return false
-		}
-		tail = k.FootComment
-		e.processHeadComment()
-		e.writeIndent()
-		if e.lineComment != "" {
-			e.keyLineComment = e.lineComment
-			e.lineComment = ""
-		}
-		if _, _, ok := e.emitNode(k, false, true, true); !ok {
-			return false
-		}
+		e.str(line)
+	}
+	e.out = append(e.out, '\n')
+	if more && rest != "" {
+		return e.commentLines(rest, indent, false)
+	}
+	return true
+}
 
-		if !e.startEvent(v, "", false) {
-			return false
+func cutLine(c string) (line, rest string, more bool) {
+	if i := indexByte(c, '\n'); i >= 0 {
+		return c[:i], c[i+1:], true
+	}
+	return c, "", false
+}
+
+// comment writes a head comment above a line at indent: each line of c
+// gets "# " unless it starts with '#', an empty line stays empty. Comments
+// with other line breaks than "\n", at either end, or not UTF-8 are left to
+// yaml.v3.
+func (e *encoder) comment(c string, indent int) bool {
+	if !commentWritable(c) {
+		return e.fail()
+	}
+	return e.commentLines(c, indent, true)
+}
+
+// commentLines writes the lines of comment c at indent; an empty line gets
+// no indentation unless it is the first and padFirst is set.
+func (e *encoder) commentLines(c string, indent int, padFirst bool) bool {
+	for first := true; len(c) > 0; first = false {
+		line := c
+		rest := ""
+		if i := indexByte(c, '\n'); i >= 0 {
+			line, rest = c[:i], c[i+1:]
 		}
-		e.indicator(":", false, false, false)
-		if e.keyLineComment != "" {
-			switch {
-			case v.Kind == yaml.ScalarNode:
-				if e.lineComment == "" {
-					e.lineComment = e.keyLineComment
-					e.keyLineComment = ""
-				}
-			case (v.Kind == yaml.MappingNode || v.Kind == yaml.SequenceNode) && v.Style&yaml.FlowStyle == 0:
-				// An indented block follows: the key's line comment now.
-				e.lineComment, e.keyLineComment = e.keyLineComment, e.lineComment
-				e.processLineComment()
-				e.lineComment, e.keyLineComment = e.keyLineComment, e.lineComment
+		if line != "" || first && padFirst {
+			e.lineAt(indent)
+		}
+		if line != "" {
+			if line[0] != '#' {
+				e.str("# ")
+			}
+			e.str(line)
+		}
+		e.out = append(e.out, '\n')
+		c = rest
+	}
+	return true
+}
+
+// footComment writes a foot comment below the lines of a node of the block
+// collection at indent, at that indentation, and owes an empty line to the
+// next line starting there.
+func (e *encoder) footComment(c string, indent int) {
+	if c == "" || !e.ok {
+		return
+	}
+	indent = max(indent, 0)
+	if e.comment(c, indent) {
+		e.blankAt = indent
+	}
+}
+
+// lineComment writes " # comment" and the line break; a line comment must
+// be one line.
+func (e *encoder) lineComment(c string) bool {
+	if !commentWritable(c) || indexByte(c, '\n') >= 0 {
+		return e.fail()
+	}
+	if n := len(e.out); n > e.start && e.out[n-1] != ' ' && e.out[n-1] != '\n' {
+		e.out = append(e.out, ' ') // not at a line start, nor after "- "
+	}
+	if c[0] != '#' {
+		e.str("# ")
+	}
+	e.str(c)
+	e.out = append(e.out, '\n')
+	return true
+}
+
+func commentWritable(c string) bool {
+	if c == "" || !utf8.ValidString(c) {
+		return false
+	}
+	for i := 0; i < len(c); i++ {
+		switch c[i] {
+		case '\r':
+			return false
+		case 0xC2, 0xE2:
+			if isBreak(c, i) {
+				return false
 			}
 		}
-		coll, flow, ok := e.emitNode(v, false, true, false)
-		if !ok {
-			return false
-		}
-		e.processLineComment()
-		e.processFootComment()
-		if coll && !e.body(v, false, flow, true) {
-			return false
-		}
 	}
-	e.endEvent(n, tail)
-	e.processHeadComment()
-	e.indent = saved
 	return true
 }
 
-// flowSequence is yaml_emitter_emit_flow_sequence_item (not canonical, no
-// folding).
-func (e *emitter) flowSequence(n *yaml.Node, inSeq bool) bool {
-	e.indicator("[", true, true, false)
-	saved := e.increaseIndent(true, inSeq, false)
-	e.flow++
-	trail := false
-	for i, item := range n.Content {
-		if !e.startEvent(item, "", false) {
-			return false
-		}
-		if i > 0 && !trail {
-			e.indicator(",", false, false, false)
-		}
-		e.processHeadComment()
-		if e.column == 0 {
-			e.writeIndent()
-		}
-		trail = e.pending()
-		coll, flow, ok := e.emitNode(item, false, false, false)
-		if !ok {
-			return false
-		}
-		if e.pending() {
-			e.indicator(",", false, false, false)
-		}
-		e.processLineComment()
-		e.processFootComment()
-		if coll && !e.body(item, false, flow, false) {
-			return false
+func indexByte(s string, b byte) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] == b {
+			return i
 		}
 	}
-	e.endEvent(n, "")
-	e.flow--
-	e.indent = saved
-	if e.column == 0 {
-		e.writeIndent()
-	}
-	e.indicator("]", false, false, false)
-	e.processLineComment()
-	e.processFootComment()
-	return true
+	return -1
 }
 
-// flowMapping is yaml_emitter_emit_flow_mapping_key and _value for simple
-// keys (not canonical, no folding).
-func (e *emitter) flowMapping(n *yaml.Node, inSeq bool) bool {
-	e.indicator("{", true, true, false)
-	saved := e.increaseIndent(true, inSeq, false)
-	e.flow++
-	trail := false
-	tail := ""
+// Flow context.
+
+// flowCollection writes n ([] or {} when empty) in flow style; inner is
+// the indentation of its scalars' continuation lines.
+func (e *encoder) flowCollection(n *yaml.Node, inner int) {
+	if n.Kind == yaml.SequenceNode {
+		e.out = append(e.out, '[')
+		for i, it := range n.Content {
+			if !e.ok || !e.supported(it) || !e.noComments(it) {
+				return
+			}
+			if i > 0 {
+				e.str(", ")
+			}
+			e.flowNode(it, inner, false)
+		}
+		e.out = append(e.out, ']')
+		return
+	}
+	e.out = append(e.out, '{')
 	for i := 0; i < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
+		if !e.ok || !e.supported(k) || !e.supported(v) || !e.noComments(k) || !e.noComments(v) {
+			return
+		}
 		if k.Kind != yaml.ScalarNode && k.Kind != yaml.AliasNode {
-			return false // complex key
+			e.fail()
+			return
 		}
-		if !e.startEvent(k, tail, true) {
-			return false
+		if i > 0 {
+			e.str(", ")
 		}
-		tail = k.FootComment
-		if i > 0 && !trail {
-			e.indicator(",", false, false, false)
-		}
-		e.processHeadComment()
-		if e.column == 0 {
-			e.writeIndent()
-		}
-		if _, _, ok := e.emitNode(k, false, true, true); !ok {
-			return false
-		}
+		e.flowNode(k, inner, true)
+		e.str(": ")
+		e.flowNode(v, inner, false)
+	}
+	e.out = append(e.out, '}')
+}
 
-		if !e.startEvent(v, "", false) {
-			return false
-		}
-		e.indicator(":", false, false, false)
-		trail = e.pending()
-		coll, flow, ok := e.emitNode(v, false, true, false)
-		if !ok {
-			return false
-		}
-		if e.pending() {
-			e.indicator(",", false, false, false)
-		}
-		e.processLineComment()
-		e.processFootComment()
-		if coll && !e.body(v, false, flow, true) {
-			return false
-		}
+func (e *encoder) noComments(n *yaml.Node) bool {
+	if n.HeadComment != "" || n.LineComment != "" || n.FootComment != "" {
+		return e.fail()
 	}
-	e.endEvent(n, tail)
-	if e.headComment != "" || e.footComment != "" || e.tailComment != "" {
-		if len(n.Content) > 0 && !trail {
-			e.indicator(",", false, false, false)
-		}
-	}
-	e.processHeadComment()
-	e.flow--
-	e.indent = saved
-	e.indicator("}", false, false, false)
-	e.processLineComment()
-	e.processFootComment()
 	return true
 }
 
-// scalar emits a scalar node: the style choice of (*encoder).node, then
-// yaml_emitter_emit_scalar.
-func (e *emitter) scalar(n *yaml.Node, inSeq, simpleKey bool) bool {
-	value := n.Value
-	forceQuoting := false
+// flowNode writes a node inside a flow collection whose scalars continue
+// at indent inner.
+func (e *encoder) flowNode(n *yaml.Node, inner int, key bool) {
+	switch n.Kind {
+	case yaml.AliasNode:
+		if key && len(n.Value) > maxSimpleKey {
+			e.fail()
+			return
+		}
+		e.out = append(e.out, '*')
+		e.str(n.Value)
+	case yaml.ScalarNode:
+		e.anchorPrefix(n)
+		e.scalar(n, inner+2, true, key)
+	default:
+		if key {
+			e.fail()
+			return
+		}
+		e.anchorPrefix(n)
+		e.flowCollection(n, inner+2)
+	}
+}
+
+// Scalars.
+
+// Scalar styles.
+const (
+	stylePlain = iota
+	styleSingle
+	styleDouble
+	styleLiteral
+	styleFolded
+)
+
+// scalarStyle picks the style yaml.v3 writes scalar n in: the style the
+// node asks for, else literal for a value with a line break, else double
+// quotes when the value, written plain, would read back with another tag
+// than n's !!str, else plain; then the first the value allows of the
+// asked style, single quotes and double quotes. ok is false when yaml.v3
+// would write a tag (the value does not resolve to n's tag) or a "? " key,
+// or cannot write the value (invalid UTF-8: it writes !!binary).
+func scalarStyle(n *yaml.Node, flow, key bool) (style int, ok bool) {
+	v := n.Value
+	quoteForTag := false
 	if n.Tag != "" {
-		stag := shortTag(n.Tag)
-		if !(stag == strTag && n.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) != 0) {
-			rtag := resolvedTag(value)
-			if rtag != stag {
-				if stag != strTag {
-					return false // the tag would be written
-				}
-				forceQuoting = true
+		tag := shortTag(n.Tag)
+		explicitString := tag == strTag && n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) != 0
+		if !explicitString && ResolveTag(v) != tag {
+			if tag != strTag {
+				return 0, false
 			}
+			quoteForTag = true
 		}
 	}
-
-	var style int
 	switch {
 	case n.Style&yaml.DoubleQuotedStyle != 0:
 		style = styleDouble
@@ -706,607 +728,423 @@ func (e *emitter) scalar(n *yaml.Node, inSeq, simpleKey bool) bool {
 		style = styleLiteral
 	case n.Style&yaml.FoldedStyle != 0:
 		style = styleFolded
-	case containsNewline(value):
+	case indexByte(v, '\n') >= 0:
 		style = styleLiteral
-	case forceQuoting:
+	case quoteForTag:
 		style = styleDouble
-	default:
-		style = stylePlain
 	}
-
-	a, ok := analyzeScalar(value)
+	f, ok := scalarFeatures(v)
 	if !ok {
-		return false // invalid UTF-8: yaml.v3 writes !!binary
+		return 0, false
 	}
-	if simpleKey && (a.multiline || len(n.Anchor)+len(value) > 128) {
-		return false // yaml_emitter_check_simple_key fails: "? " key
+	if key && (f&featLineBreak != 0 || len(n.Anchor)+len(v) > maxSimpleKey) {
+		return 0, false
 	}
-
-	// yaml_emitter_select_scalar_style (the event is implicit, so no tag
-	// is ever written).
 	if style == stylePlain {
-		if e.flow > 0 && !a.flowPlainAllowed || e.flow == 0 && !a.blockPlainAllowed {
+		plainOK := f&featNoPlainBlock == 0
+		if flow {
+			plainOK = f&featNoPlainFlow == 0
+		}
+		if !plainOK || v == "" && (flow || key) {
 			style = styleSingle
 		}
-		if len(value) == 0 && (e.flow > 0 || simpleKey) {
-			style = styleSingle
-		}
 	}
-	if style == styleSingle && !a.singleQuotedAllowed {
+	if style == styleSingle && f&featNoSingle != 0 {
 		style = styleDouble
 	}
-	if (style == styleLiteral || style == styleFolded) && (!a.blockAllowed || e.flow > 0 || simpleKey) {
+	if (style == styleLiteral || style == styleFolded) && (f&featNoBlock != 0 || flow || key) {
 		style = styleDouble
 	}
+	return style, true
+}
 
-	if n.Anchor != "" {
-		e.processAnchor("&", n.Anchor)
+// Features of a scalar value that rule styles out.
+const (
+	featNoPlainBlock = 1 << iota // cannot be plain in block context
+	featNoPlainFlow              // cannot be plain in flow context
+	featNoSingle                 // cannot be single-quoted
+	featNoBlock                  // cannot be a literal or folded block scalar
+	featLineBreak                // holds a line break
+)
+
+// plainSafe marks the ASCII bytes that never restrict a style anywhere in
+// a value: letters, digits and punctuation without a meaning in YAML.
+var plainSafe = func() (t [256]bool) {
+	for c := 0x21; c < 0x7F; c++ {
+		t[c] = true
 	}
-	saved := e.increaseIndent(true, inSeq, false)
-	switch style {
-	case stylePlain:
-		e.writePlain(value, a.runes)
-	case styleSingle:
-		e.writeSingleQuoted(value)
-	case styleDouble:
-		e.writeDoubleQuoted(value)
-	case styleLiteral:
-		e.writeLiteral(value)
-	case styleFolded:
-		e.writeFolded(value)
+	for _, c := range "#,[]{}&*!|>'\"%@`?:" {
+		t[c] = false
 	}
-	e.indent = saved
+	return t
+}()
+
+// scalarFeatures works out which styles value rules out, from YAML's rules
+// for each (as yaml.v3 applies them):
+//   - plain: not empty in flow or as a key (handled by the caller); no
+//     leading or trailing space, no line break, no tab, no character
+//     outside YAML's printable set (for yaml.v3: no C0/C1 control but
+//     '\n', no DEL, no surrogate, no BOM, U+FFFE or U+FFFF, nothing beyond
+//     the BMP); not starting with an indicator (one of #,[]{}&*!|>'"%@`,
+//     or "-", "?", ":" followed by a space or the end; "?" and ":" at all in
+//     flow) nor with "---" or "..."; no ": " or " #" inside; in flow, no
+//     ",[]{}?:" anywhere;
+//   - single quotes: no tab, no unprintable character, no space next to a
+//     line break on either side;
+//   - block scalars: no unprintable character, no trailing space, no space
+//     right before a line break.
+//
+// ok is false for invalid UTF-8.
+func scalarFeatures(v string) (f int, ok bool) {
+	if v == "" {
+		return featNoPlainFlow | featNoBlock, true
+	}
+	simple := v[0] != '-' // "-" is safe inside, not first
+	for i := 0; i < len(v) && simple; i++ {
+		simple = plainSafe[v[i]]
+	}
+	if simple && !(len(v) >= 3 && v[:3] == "...") {
+		return 0, true
+	}
+	if !utf8.ValidString(v) {
+		return 0, false
+	}
+	if len(v) >= 3 && (v[:3] == "---" || v[:3] == "...") {
+		f |= featNoPlainBlock | featNoPlainFlow
+	}
+	switch v[0] {
+	case '#', ',', '[', ']', '{', '}', '&', '*', '!', '|', '>', '\'', '"', '%', '@', '`':
+		f |= featNoPlainBlock | featNoPlainFlow
+	case '?', ':':
+		f |= featNoPlainFlow
+		if len(v) == 1 || isBlank(v, 1) {
+			f |= featNoPlainBlock
+		}
+	case '-':
+		if len(v) == 1 || isBlank(v, 1) {
+			f |= featNoPlainBlock | featNoPlainFlow
+		}
+	}
+	prevSpace, prevBreak, prevBlankz := false, false, true
+	for i, w := 0, 0; i < len(v); i += w {
+		c := v[i]
+		w = utf8RuneLen(c)
+		if i > 0 {
+			switch c {
+			case ',', '?', '[', ']', '{', '}':
+				f |= featNoPlainFlow
+			case ':':
+				f |= featNoPlainFlow
+				if i+1 == len(v) || isBlank(v, i+1) {
+					f |= featNoPlainBlock
+				}
+			case '#':
+				if prevBlankz {
+					f |= featNoPlainBlock | featNoPlainFlow
+				}
+			}
+		}
+		brk := isBreak(v, i)
+		switch {
+		case c == '\t':
+			f |= featNoPlainBlock | featNoPlainFlow | featNoSingle
+		case !isPrintable(v, i):
+			f |= featNoPlainBlock | featNoPlainFlow | featNoSingle | featNoBlock
+		}
+		switch {
+		case c == ' ':
+			if i == 0 {
+				f |= featNoPlainBlock | featNoPlainFlow
+			}
+			if i+w == len(v) {
+				f |= featNoPlainBlock | featNoPlainFlow | featNoBlock
+			}
+			if prevBreak {
+				f |= featNoPlainBlock | featNoPlainFlow | featNoSingle
+			}
+			prevSpace, prevBreak = true, false
+		case brk:
+			f |= featLineBreak | featNoPlainBlock | featNoPlainFlow
+			if prevSpace {
+				f |= featNoSingle | featNoBlock
+			}
+			prevSpace, prevBreak = false, true
+		default:
+			prevSpace, prevBreak = false, false
+		}
+		prevBlankz = c == ' ' || c == '\t' || c == 0 || brk
+	}
+	return f, true
+}
+
+// utf8RuneLen is the length of the UTF-8 sequence that starts with lead
+// byte c.
+func utf8RuneLen(c byte) int {
+	switch {
+	case c < 0x80:
+		return 1
+	case c < 0xE0:
+		return 2
+	case c < 0xF0:
+		return 3
+	}
+	return 4
+}
+
+// isPrintable is YAML's printable set as yaml.v3's writer draws it, for
+// the character at v[i] of valid UTF-8: '\n', ASCII 0x20-0x7E, and from
+// U+00A0 to U+FFFD but the surrogates, U+FEFF (the BOM), U+FFFE, U+FFFF.
+// yaml.v3 counts no character beyond U+FFFF as printable.
+func isPrintable(v string, i int) bool {
+	c := v[i]
+	switch {
+	case c == '\n' || c >= 0x20 && c <= 0x7E:
+		return true
+	case c < 0x80:
+		return false
+	}
+	r, _ := utf8.DecodeRuneInString(v[i:])
+	switch {
+	case r < 0xA0 || r > 0xFFFD:
+		return false
+	case r >= 0xD800 && r <= 0xDFFF, r == 0xFEFF:
+		return false
+	}
 	return true
 }
 
-func containsNewline(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\n' {
-			return true
-		}
+// isBreak reports a line break at v[i]: LF, CR, NEL, LS or PS.
+func isBreak(v string, i int) bool {
+	switch v[i] {
+	case '\n', '\r':
+		return true
+	case 0xC2:
+		return i+1 < len(v) && v[i+1] == 0x85
+	case 0xE2:
+		return i+2 < len(v) && v[i+1] == 0x80 && (v[i+2] == 0xA8 || v[i+2] == 0xA9)
 	}
 	return false
 }
 
-// resolvedTag is the tag yaml.v3 resolves an untagged plain value to.
-func resolvedTag(v string) string {
-	if v != "" {
-		switch resolveTable[v[0]] {
-		case 0:
-			return strTag // no hint: resolve returns !!str
-		case 'M':
-			// resolve looks such values up in resolveMap only.
-			if item, ok := resolveMap[v]; ok {
-				return item.tag
+func isBlank(v string, i int) bool { return v[i] == ' ' || v[i] == '\t' }
+
+// scalar writes scalar n in its style; indent is where continuation lines
+// of multi-line scalars start. It reports a block scalar, which has written
+// n's line comment and ended its last line.
+func (e *encoder) scalar(n *yaml.Node, indent int, flow, key bool) (block bool) {
+	style, ok := scalarStyle(n, flow, key)
+	if !ok {
+		e.fail()
+		return false
+	}
+	switch style {
+	case stylePlain:
+		e.str(n.Value)
+	case styleSingle:
+		e.singleQuoted(n.Value, indent)
+	case styleDouble:
+		e.doubleQuoted(n.Value)
+	case styleLiteral, styleFolded:
+		e.blockScalar(n.Value, n.LineComment, indent, style == styleFolded)
+		return true
+	}
+	return false
+}
+
+// singleQuoted writes 'value': a quote doubled, a lone line feed written as
+// an empty line (a single one would fold into a space), continuation lines
+// indented to indent.
+func (e *encoder) singleQuoted(v string, indent int) {
+	e.out = append(e.out, '\'')
+	afterBreak := false
+	for i := 0; i < len(v); {
+		w := utf8RuneLen(v[i])
+		switch {
+		case isBreak(v, i):
+			if !afterBreak && v[i] == '\n' {
+				e.out = append(e.out, '\n')
 			}
-			return strTag
-		case 'D', 'S':
-			if item, ok := resolveMap[v]; ok {
-				return item.tag
+			e.out = append(e.out, v[i:i+w]...)
+			afterBreak = true
+		default:
+			if afterBreak && v[i] != ' ' {
+				e.lineAt(indent)
 			}
-			// Decimal digits without a leading zero: parseTimestamp needs a
-			// '-', and strconv.ParseInt(v, 0, 64) succeeds.
-			if len(v) <= 18 && (len(v) == 1 || v[0] != '0') {
-				digits := true
-				for i := 0; i < len(v); i++ {
-					if v[i] < '0' || v[i] > '9' {
-						digits = false
-						break
-					}
-				}
-				if digits {
-					return intTag
-				}
+			if v[i] == '\'' {
+				e.out = append(e.out, '\'')
 			}
-			// A byte no timestamp, integer or float form accepted by
-			// resolve can hold ("500m", "128Mi", "--port=8080"): a string.
-			for i := 0; i < len(v); i++ {
-				if !numericByte[v[i]] {
-					return strTag
-				}
+			e.out = append(e.out, v[i:i+w]...)
+			if v[i] != ' ' {
+				afterBreak = false
 			}
 		}
+		i += w
 	}
-	tag, _ := resolve("", v)
-	return tag
-}
-
-// numericByte holds the bytes that can occur in a value resolve reads as a
-// timestamp (time.Parse of "2006-1-2T15:4:5.999999999Z07:00" and the other
-// allowed formats, with '.' or ',' before fractional seconds), an integer
-// (strconv.ParseInt/ParseUint with base 0 or 2 or 8 after a 0b/0o prefix,
-// underscores removed) or a float (yamlStyleFloat), once the resolveMap
-// entries (".inf" and the like) are ruled out.
-var numericByte = func() (t [256]bool) {
-	for _, c := range "0123456789abcdefABCDEFxXoO+-._:,TtZ \t" {
-		t[c] = true
-	}
-	return
-}()
-
-type scalarAnalysis struct {
-	multiline           bool
-	flowPlainAllowed    bool
-	blockPlainAllowed   bool
-	singleQuotedAllowed bool
-	blockAllowed        bool
-	runes               int // characters, for the column
-}
-
-// asciiClass classifies ASCII bytes for the scalar analysis fast path.
-const (
-	clsPlain   = 0 // letters, digits and the like: no effect
-	clsSpecial = 1 // needs the general rules
-)
-
-var asciiClass = func() (t [256]byte) {
-	for c := 0; c < 256; c++ {
-		if c < 0x20 || c >= 0x7F {
-			t[c] = clsSpecial
-		}
-	}
-	for _, c := range "#,[]{}&*!|>'\"%@`?:- " {
-		t[c] = clsSpecial
-	}
-	return
-}()
-
-// analyzeScalar is yaml_emitter_analyze_scalar (with unicode output on).
-// ok is false for invalid UTF-8.
-func analyzeScalar(value string) (a scalarAnalysis, ok bool) {
-	if len(value) == 0 {
-		return scalarAnalysis{blockPlainAllowed: true, singleQuotedAllowed: true}, true
-	}
-	// Fast path: nothing but letters, digits and harmless punctuation.
-	simple := true
-	for i := 0; i < len(value); i++ {
-		if asciiClass[value[i]] != clsPlain {
-			simple = false
-			break
-		}
-	}
-	if simple && !(len(value) >= 3 && value[:3] == "...") {
-		return scalarAnalysis{flowPlainAllowed: true, blockPlainAllowed: true, singleQuotedAllowed: true, blockAllowed: true, runes: len(value)}, true
-	}
-	if !utf8.ValidString(value) {
-		return a, false
-	}
-
-	var (
-		blockIndicators   bool
-		flowIndicators    bool
-		lineBreaks        bool
-		specialCharacters bool
-		tabCharacters     bool
-
-		leadingSpace  bool
-		leadingBreak  bool
-		trailingSpace bool
-		trailingBreak bool
-		breakSpace    bool
-		spaceBreak    bool
-
-		precededByWhitespace bool
-		followedByWhitespace bool
-		previousSpace        bool
-		previousBreak        bool
-	)
-	if len(value) >= 3 && (value[:3] == "---" || value[:3] == "...") {
-		blockIndicators = true
-		flowIndicators = true
-	}
-	precededByWhitespace = true
-	runes := 0
-	for i, w := 0, 0; i < len(value); i += w {
-		runes++
-		w = width(value[i])
-		followedByWhitespace = i+w >= len(value) || isBlank(value, i+w)
-		if i == 0 {
-			switch value[i] {
-			case '#', ',', '[', ']', '{', '}', '&', '*', '!', '|', '>', '\'', '"', '%', '@', '`':
-				flowIndicators = true
-				blockIndicators = true
-			case '?', ':':
-				flowIndicators = true
-				if followedByWhitespace {
-					blockIndicators = true
-				}
-			case '-':
-				if followedByWhitespace {
-					flowIndicators = true
-					blockIndicators = true
-				}
-			}
-		} else {
-			switch value[i] {
-			case ',', '?', '[', ']', '{', '}':
-				flowIndicators = true
-			case ':':
-				flowIndicators = true
-				if followedByWhitespace {
-					blockIndicators = true
-				}
-			case '#':
-				if precededByWhitespace {
-					flowIndicators = true
-					blockIndicators = true
-				}
-			}
-		}
-
-		if value[i] == '\t' {
-			tabCharacters = true
-		} else if !isPrintable(value, i) {
-			specialCharacters = true
-		}
-		if value[i] == ' ' {
-			if i == 0 {
-				leadingSpace = true
-			}
-			if i+w == len(value) {
-				trailingSpace = true
-			}
-			if previousBreak {
-				breakSpace = true
-			}
-			previousSpace = true
-			previousBreak = false
-		} else if isBreak(value, i) {
-			lineBreaks = true
-			if i == 0 {
-				leadingBreak = true
-			}
-			if i+w == len(value) {
-				trailingBreak = true
-			}
-			if previousSpace {
-				spaceBreak = true
-			}
-			previousSpace = false
-			previousBreak = true
-		} else {
-			previousSpace = false
-			previousBreak = false
-		}
-		precededByWhitespace = isBlankz(value, i)
-	}
-	a = scalarAnalysis{
-		multiline:           lineBreaks,
-		flowPlainAllowed:    true,
-		blockPlainAllowed:   true,
-		singleQuotedAllowed: true,
-		blockAllowed:        true,
-		runes:               runes,
-	}
-	if leadingSpace || leadingBreak || trailingSpace || trailingBreak {
-		a.flowPlainAllowed = false
-		a.blockPlainAllowed = false
-	}
-	if trailingSpace {
-		a.blockAllowed = false
-	}
-	if breakSpace {
-		a.flowPlainAllowed = false
-		a.blockPlainAllowed = false
-		a.singleQuotedAllowed = false
-	}
-	if spaceBreak || tabCharacters || specialCharacters {
-		a.flowPlainAllowed = false
-		a.blockPlainAllowed = false
-		a.singleQuotedAllowed = false
-	}
-	if spaceBreak || specialCharacters {
-		a.blockAllowed = false
-	}
-	if lineBreaks {
-		a.flowPlainAllowed = false
-		a.blockPlainAllowed = false
-	}
-	if flowIndicators {
-		a.flowPlainAllowed = false
-	}
-	if blockIndicators {
-		a.blockPlainAllowed = false
-	}
-	return a, true
-}
-
-// width, isPrintable, isBreak, isBlank and isBlankz are yamlprivateh.go's
-// width, is_printable, is_break, is_blank and is_blankz on a valid UTF-8
-// string (so the continuation bytes they read exist).
-func width(b byte) int {
-	if b&0x80 == 0x00 {
-		return 1
-	}
-	if b&0xE0 == 0xC0 {
-		return 2
-	}
-	if b&0xF0 == 0xE0 {
-		return 3
-	}
-	if b&0xF8 == 0xF0 {
-		return 4
-	}
-	return 0
-}
-
-func isPrintable(b string, i int) bool {
-	return ((b[i] == 0x0A) || // . == #x0A
-		(b[i] >= 0x20 && b[i] <= 0x7E) || // #x20 <= . <= #x7E
-		(b[i] == 0xC2 && b[i+1] >= 0xA0) || // #0xA0 <= . <= #xD7FF
-		(b[i] > 0xC2 && b[i] < 0xED) ||
-		(b[i] == 0xED && b[i+1] < 0xA0) ||
-		(b[i] == 0xEE) ||
-		(b[i] == 0xEF && // #xE000 <= . <= #xFFFD
-			!(b[i+1] == 0xBB && b[i+2] == 0xBF) && // && . != #xFEFF
-			!(b[i+1] == 0xBF && (b[i+2] == 0xBE || b[i+2] == 0xBF))))
-}
-
-func isBreak(b string, i int) bool {
-	return (b[i] == '\r' || // CR (#xD)
-		b[i] == '\n' || // LF (#xA)
-		b[i] == 0xC2 && b[i+1] == 0x85 || // NEL (#x85)
-		b[i] == 0xE2 && b[i+1] == 0x80 && b[i+2] == 0xA8 || // LS (#x2028)
-		b[i] == 0xE2 && b[i+1] == 0x80 && b[i+2] == 0xA9) // PS (#x2029)
-}
-
-func isBlank(b string, i int) bool {
-	return b[i] == ' ' || b[i] == '\t'
-}
-
-func isBlankz(b string, i int) bool {
-	return b[i] == ' ' || b[i] == '\t' || b[i] == 0 || isBreak(b, i)
-}
-
-// write is write: copy one character.
-func (e *emitter) write(value string, i int) int {
-	w := width(value[i])
-	e.buf = append(e.buf, value[i:i+w]...)
-	e.column++
-	return i + w
-}
-
-// writeBreak is write_break.
-func (e *emitter) writeBreak(value string, i int) int {
-	if value[i] == '\n' {
-		e.putBreak()
-		return i + 1
-	}
-	i = e.write(value, i)
-	e.column = 0
-	e.indention = true
-	return i
-}
-
-// writePlain is yaml_emitter_write_plain_scalar for a value the analysis
-// allowed as plain (so without line breaks) and no folding.
-func (e *emitter) writePlain(value string, runes int) {
-	if len(value) > 0 && !e.whitespace {
-		e.buf = append(e.buf, ' ')
-		e.column++
-	}
-	e.buf = append(e.buf, value...)
-	e.column += runes
-	if len(value) > 0 {
-		e.whitespace = false
-	}
-	e.indention = false
-}
-
-// writeSingleQuoted is yaml_emitter_write_single_quoted_scalar without
-// folding.
-func (e *emitter) writeSingleQuoted(value string) {
-	e.indicator("'", true, false, false)
-	breaks := false
-	for i := 0; i < len(value); {
-		if value[i] == ' ' {
-			i = e.write(value, i)
-		} else if isBreak(value, i) {
-			if !breaks && value[i] == '\n' {
-				e.putBreak()
-			}
-			i = e.writeBreak(value, i)
-			breaks = true
-		} else {
-			if breaks {
-				e.writeIndent()
-			}
-			if value[i] == '\'' {
-				e.buf = append(e.buf, '\'')
-				e.column++
-			}
-			i = e.write(value, i)
-			e.indention = false
-			breaks = false
-		}
-	}
-	e.indicator("'", false, false, false)
-	e.whitespace = false
-	e.indention = false
+	e.out = append(e.out, '\'')
 }
 
 const hexDigits = "0123456789ABCDEF"
 
-// writeDoubleQuoted is yaml_emitter_write_double_quoted_scalar without
-// folding.
-func (e *emitter) writeDoubleQuoted(value string) {
-	e.indicator("\"", true, false, false)
-	// is_bom(value, i) looks at the start of the value, whatever i is.
-	bom := len(value) >= 3 && value[0] == 0xEF && value[1] == 0xBB && value[2] == 0xBF
-	for i := 0; i < len(value); {
-		c := value[i]
-		if !isPrintable(value, i) || bom || isBreak(value, i) || c == '"' || c == '\\' {
-			v, w := utf8.DecodeRuneInString(value[i:])
-			i += w
-			e.buf = append(e.buf, '\\')
-			e.column++
-			var esc byte
-			switch v {
-			case 0x00:
-				esc = '0'
-			case 0x07:
-				esc = 'a'
-			case 0x08:
-				esc = 'b'
-			case 0x09:
-				esc = 't'
-			case 0x0A:
-				esc = 'n'
-			case 0x0b:
-				esc = 'v'
-			case 0x0c:
-				esc = 'f'
-			case 0x0d:
-				esc = 'r'
-			case 0x1b:
-				esc = 'e'
-			case 0x22:
-				esc = '"'
-			case 0x5c:
-				esc = '\\'
-			case 0x85:
-				esc = 'N'
-			case 0xA0:
-				esc = '_'
-			case 0x2028:
-				esc = 'L'
-			case 0x2029:
-				esc = 'P'
-			}
-			if esc != 0 {
-				e.buf = append(e.buf, esc)
-				e.column++
-				continue
-			}
-			var digits int
-			if v <= 0xFF {
-				e.buf = append(e.buf, 'x')
-				digits = 2
-			} else if v <= 0xFFFF {
-				e.buf = append(e.buf, 'u')
-				digits = 4
-			} else {
-				e.buf = append(e.buf, 'U')
-				digits = 8
-			}
-			for k := (digits - 1) * 4; k >= 0; k -= 4 {
-				e.buf = append(e.buf, hexDigits[(v>>uint(k))&0x0F])
-			}
-			e.column += 1 + digits
-		} else if c >= 0x20 && c < 0x7F && !bom {
-			// A run of printable ASCII other than the escaped '"' and '\\'.
+// doubleQuoted writes "value" with YAML's escapes for what cannot stand
+// as it is: '"', '\', line breaks, and characters outside the printable
+// set (\0 \a \b \t \n \v \f \r \e \N \_ \L \P where YAML has a short
+// escape, else \xXX, \uXXXX or \UXXXXXXXX). yaml.v3 escapes every
+// character of a value that starts with a BOM.
+func (e *encoder) doubleQuoted(v string) {
+	e.out = append(e.out, '"')
+	escapeAll := len(v) >= 3 && v[:3] == "\ufeff"
+	for i := 0; i < len(v); {
+		c := v[i]
+		if !escapeAll && c >= 0x20 && c < 0x7F && c != '"' && c != '\\' {
 			j := i + 1
-			for j < len(value) && value[j] >= 0x20 && value[j] < 0x7F && value[j] != '"' && value[j] != '\\' {
+			for j < len(v) && v[j] >= 0x20 && v[j] < 0x7F && v[j] != '"' && v[j] != '\\' {
 				j++
 			}
-			e.buf = append(e.buf, value[i:j]...)
-			e.column += j - i
+			e.out = append(e.out, v[i:j]...)
 			i = j
-		} else {
-			i = e.write(value, i)
-		}
-	}
-	e.indicator("\"", false, false, false)
-	e.whitespace = false
-	e.indention = false
-}
-
-// writeLiteral is yaml_emitter_write_literal_scalar (no line comment).
-func (e *emitter) writeLiteral(value string) {
-	e.indicator("|", true, false, false)
-	e.blockScalarHints(value)
-	e.lineCommentLinebreak()
-	e.whitespace = true
-	breaks := true
-	for i := 0; i < len(value); {
-		if isBreak(value, i) {
-			i = e.writeBreak(value, i)
-			breaks = true
 			continue
 		}
-		if breaks {
-			e.writeIndent()
+		r, w := utf8.DecodeRuneInString(v[i:])
+		if !escapeAll && c != '"' && c != '\\' && isPrintable(v, i) && !isBreak(v, i) {
+			e.out = append(e.out, v[i:i+w]...)
+			i += w
+			continue
 		}
-		// Copy the run of characters up to the next line break at once.
-		j, runes := i, 0
-		for j < len(value) {
-			c := value[j]
-			if c == '\n' || c == '\r' || (c == 0xC2 || c == 0xE2) && isBreak(value, j) {
-				break
-			}
-			if c&0xC0 != 0x80 {
-				runes++
-			}
-			j++
+		i += w
+		e.out = append(e.out, '\\')
+		if esc := shortEscape(r); esc != 0 {
+			e.out = append(e.out, esc)
+			continue
 		}
-		e.buf = append(e.buf, value[i:j]...)
-		e.column += runes
-		e.indention = false
-		breaks = false
+		digits := 8
+		switch {
+		case r <= 0xFF:
+			e.out, digits = append(e.out, 'x'), 2
+		case r <= 0xFFFF:
+			e.out, digits = append(e.out, 'u'), 4
+		default:
+			e.out = append(e.out, 'U')
+		}
+		for shift := 4 * (digits - 1); shift >= 0; shift -= 4 {
+			e.out = append(e.out, hexDigits[(r>>shift)&0xF])
+		}
+	}
+	e.out = append(e.out, '"')
+}
+
+// shortEscape is the letter of YAML's one-letter escape for r, or 0.
+func shortEscape(r rune) byte {
+	switch r {
+	case 0:
+		return '0'
+	case '\a':
+		return 'a'
+	case '\b':
+		return 'b'
+	case '\t':
+		return 't'
+	case '\n':
+		return 'n'
+	case '\v':
+		return 'v'
+	case '\f':
+		return 'f'
+	case '\r':
+		return 'r'
+	case 0x1B:
+		return 'e'
+	case '"':
+		return '"'
+	case '\\':
+		return '\\'
+	case 0x85:
+		return 'N'
+	case 0xA0:
+		return '_'
+	case 0x2028:
+		return 'L'
+	case 0x2029:
+		return 'P'
+	}
+	return 0
+}
+
+// blockScalar writes a literal ("|") or folded (">") scalar: the header
+// with an indentation indicator when the value starts with a space or a
+// break, the chomping indicator ("-" without a final break, "+" for more
+// than one), the line comment or a break, then the lines indented to
+// indent (empty lines stay empty). Folded style doubles a line feed that
+// ends a line of text so that it does not fold into a space (yaml.v3 does
+// so only when the value's first text character is not a space).
+func (e *encoder) blockScalar(v, comment string, indent int, folded bool) {
+	if folded {
+		e.out = append(e.out, '>')
+	} else {
+		e.out = append(e.out, '|')
+	}
+	if v[0] == ' ' || isBreak(v, 0) {
+		e.out = append(e.out, '2')
+	}
+	last := len(v) - 1
+	for v[last]&0xC0 == 0x80 {
+		last--
+	}
+	switch {
+	case !isBreak(v, last):
+		e.out = append(e.out, '-')
+	case last == 0:
+		e.out = append(e.out, '+')
+	default:
+		prev := last - 1
+		for v[prev]&0xC0 == 0x80 {
+			prev--
+		}
+		if isBreak(v, prev) {
+			e.out = append(e.out, '+')
+		}
+	}
+	if comment != "" {
+		if !e.lineComment(comment) {
+			return
+		}
+	} else {
+		e.out = append(e.out, '\n')
+	}
+	doubleFolds := false
+	if folded {
+		k := 0
+		for k < len(v) && isBreak(v, k) {
+			k += utf8RuneLen(v[k])
+		}
+		doubleFolds = k < len(v) && !(v[k] == ' ' || v[k] == '\t' || v[k] == 0)
+	}
+	afterBreak, leadingBlank := true, true
+	for i := 0; i < len(v); {
+		w := utf8RuneLen(v[i])
+		if isBreak(v, i) {
+			if folded && !afterBreak && !leadingBlank && v[i] == '\n' && doubleFolds {
+				e.out = append(e.out, '\n')
+			}
+			e.out = append(e.out, v[i:i+w]...)
+			afterBreak = true
+			i += w
+			continue
+		}
+		if afterBreak {
+			e.lineAt(indent)
+			leadingBlank = v[i] == ' ' || v[i] == '\t'
+		}
+		j := i + w
+		if !folded {
+			for j < len(v) && !isBreak(v, j) {
+				j++
+			}
+		}
+		e.out = append(e.out, v[i:j]...)
+		afterBreak = false
 		i = j
 	}
-}
-
-// writeFolded is yaml_emitter_write_folded_scalar (no line comment, no
-// folding of long lines: best_width is infinite).
-func (e *emitter) writeFolded(value string) {
-	e.indicator(">", true, false, false)
-	e.blockScalarHints(value)
-	e.lineCommentLinebreak()
-	e.whitespace = true
-	breaks := true
-	leadingSpaces := true
-	for i := 0; i < len(value); {
-		if isBreak(value, i) {
-			if !breaks && !leadingSpaces && value[i] == '\n' {
-				// yaml.v3 scans from the start of the value, not from i.
-				k := 0
-				for k < len(value) && isBreak(value, k) {
-					k += width(value[k])
-				}
-				if k < len(value) && !isBlankz(value, k) {
-					e.putBreak()
-				}
-			}
-			i = e.writeBreak(value, i)
-			breaks = true
-		} else {
-			if breaks {
-				e.writeIndent()
-				leadingSpaces = isBlank(value, i)
-			}
-			i = e.write(value, i)
-			e.indention = false
-			breaks = false
-		}
-	}
-}
-
-// blockScalarHints is yaml_emitter_write_block_scalar_hints.
-func (e *emitter) blockScalarHints(value string) {
-	if value[0] == ' ' || isBreak(value, 0) {
-		e.indicator("2", false, false, false) // '0' + best_indent
-	}
-	// value is never empty here: the analysis forbids block style for "".
-	chomp := ""
-	i := len(value) - 1
-	for value[i]&0xC0 == 0x80 {
-		i--
-	}
-	if !isBreak(value, i) {
-		chomp = "-"
-	} else if i == 0 {
-		chomp = "+"
-	} else {
-		i--
-		for value[i]&0xC0 == 0x80 {
-			i--
-		}
-		if isBreak(value, i) {
-			chomp = "+"
-		}
-	}
-	if chomp != "" {
-		e.indicator(chomp, false, false, false)
+	if !afterBreak {
+		e.out = append(e.out, '\n')
 	}
 }

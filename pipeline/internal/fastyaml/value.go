@@ -1,7 +1,6 @@
 package fastyaml
 
 import (
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -39,21 +38,54 @@ func IntNode(i int64) *yaml.Node {
 	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.FormatInt(i, 10)}
 }
 
-// isBase60Float and isOldBool are yaml.v3's (encode.go, v3.0.5): strings
-// its encoder quotes although they resolve to !!str.
+// isBase60Float reports a YAML 1.1 sexagesimal number ("1:20", "-3:25:45.5",
+// "190:20:30.15"): digits (and '_'), then one or more ':' groups of one
+// digit or two with the first at most 5, then an optional fraction. YAML
+// 1.2 reads these as strings, but a YAML 1.1 reader would not, so yaml.v3
+// quotes them, and so do we.
 func isBase60Float(s string) bool {
-	if s == "" {
+	i := 0
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		i++
+	}
+	if i >= len(s) || !isDigit(s[i]) {
 		return false
 	}
-	c := s[0]
-	if !(c == '+' || c == '-' || c >= '0' && c <= '9') || strings.IndexByte(s, ':') < 0 {
+	for i < len(s) && (isDigit(s[i]) || s[i] == '_') {
+		i++
+	}
+	groups := 0
+	for i < len(s) && s[i] == ':' {
+		i++
+		if i >= len(s) || !isDigit(s[i]) {
+			return false
+		}
+		if i+1 < len(s) && isDigit(s[i+1]) {
+			if s[i] > '5' {
+				return false
+			}
+			i++
+		}
+		i++
+		groups++
+	}
+	if groups == 0 {
 		return false
 	}
-	return base60float.MatchString(s)
+	if i < len(s) && s[i] == '.' {
+		i++
+		for i < len(s) && (isDigit(s[i]) || s[i] == '_') {
+			i++
+		}
+	}
+	return i == len(s)
 }
 
-var base60float = regexp.MustCompile(`^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$`)
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
+// isOldBool reports the YAML 1.1 booleans that YAML 1.2 reads as strings
+// (y, yes, on, n, no, off in their three spellings): yaml.v3 quotes them
+// for YAML 1.1 readers, and so do we.
 func isOldBool(s string) bool {
 	switch s {
 	case "y", "Y", "yes", "Yes", "YES", "on", "On", "ON",
@@ -63,56 +95,77 @@ func isOldBool(s string) bool {
 	return false
 }
 
-// SortKeys orders map keys as yaml.v3's encoder orders a map[string]T's
-// (sorter.go keyList.Less for two strings: runs of digits compare as
-// numbers, letters before other runes after a digit).
+// SortKeys orders map keys as yaml.v3's encoder orders the keys of a
+// map[string]T: a "natural" order in which numbers inside keys compare
+// by value (keyLess gives the rules).
 func SortKeys(keys []string) {
 	sort.Slice(keys, func(i, j int) bool { return keyLess(keys[i], keys[j]) })
 }
 
+// keyLess is the order yaml.v3 writes string map keys in, as observed
+// (TestSortKeysMatchesYAMLv3 and FuzzSortKeys hold it to yaml.v3). Keys
+// compare rune by rune; at the first rune where they differ:
+//   - two letters compare as runes;
+//   - a letter and a non-letter: the letter comes first right after a
+//     digit (so "a1b" < "a1_"), the non-letter first otherwise;
+//   - two non-letters: the runs of digits that start there compare as
+//     numbers (a non-digit starts an empty run, worth 0); when either
+//     rune is '0' and the digits just before it hold a non-zero digit, the
+//     zeros count (both runs are read as if preceded by a 1); equal
+//     numbers: the shorter run first; equal runs: the runes decide.
+//
+// A key that is a prefix of the other comes first.
 func keyLess(a, b string) bool {
-	ar, br := []rune(a), []rune(b)
-	digits := false
-	for i := 0; i < len(ar) && i < len(br); i++ {
-		if ar[i] == br[i] {
-			digits = unicode.IsDigit(ar[i])
-			continue
-		}
-		al := unicode.IsLetter(ar[i])
-		bl := unicode.IsLetter(br[i])
-		if al && bl {
-			return ar[i] < br[i]
-		}
-		if al || bl {
-			if digits {
-				return al
-			}
-			return bl
-		}
-		var ai, bi int
-		var an, bn int64
-		if ar[i] == '0' || br[i] == '0' {
-			for j := i - 1; j >= 0 && unicode.IsDigit(ar[j]); j-- {
-				if ar[j] != '0' {
-					an = 1
-					bn = 1
-					break
-				}
-			}
-		}
-		for ai = i; ai < len(ar) && unicode.IsDigit(ar[ai]); ai++ {
-			an = an*10 + int64(ar[ai]-'0')
-		}
-		for bi = i; bi < len(br) && unicode.IsDigit(br[bi]); bi++ {
-			bn = bn*10 + int64(br[bi]-'0')
-		}
-		if an != bn {
-			return an < bn
-		}
-		if ai != bi {
-			return ai < bi
-		}
-		return ar[i] < br[i]
+	x, y := []rune(a), []rune(b)
+	i := 0
+	for i < len(x) && i < len(y) && x[i] == y[i] {
+		i++
 	}
-	return len(ar) < len(br)
+	if i == len(x) || i == len(y) {
+		return len(x) < len(y)
+	}
+	xLetter, yLetter := unicode.IsLetter(x[i]), unicode.IsLetter(y[i])
+	switch {
+	case xLetter && yLetter:
+		return x[i] < y[i]
+	case xLetter || yLetter:
+		if i > 0 && unicode.IsDigit(x[i-1]) {
+			return xLetter
+		}
+		return yLetter
+	}
+	var lead int64
+	if (x[i] == '0' || y[i] == '0') && nonZeroDigitRunEnds(x, i) {
+		lead = 1
+	}
+	xNum, xEnd := digitRun(x, i, lead)
+	yNum, yEnd := digitRun(y, i, lead)
+	if xNum != yNum {
+		return xNum < yNum
+	}
+	if xEnd != yEnd {
+		return xEnd < yEnd
+	}
+	return x[i] < y[i]
+}
+
+// nonZeroDigitRunEnds reports whether the digits right before position i
+// of r hold one that is not '0'.
+func nonZeroDigitRunEnds(r []rune, i int) bool {
+	for j := i - 1; j >= 0 && unicode.IsDigit(r[j]); j-- {
+		if r[j] != '0' {
+			return true
+		}
+	}
+	return false
+}
+
+// digitRun reads the digits of r from position i as a decimal number
+// after the leading value lead, returning it and where the run ends.
+func digitRun(r []rune, i int, lead int64) (n int64, end int) {
+	n = lead
+	for end = i; end < len(r) && unicode.IsDigit(r[end]); end++ {
+		n = n*10 + int64(r[end]-'0')
+	}
+	return n, end
 }

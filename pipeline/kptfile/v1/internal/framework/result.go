@@ -1,5 +1,6 @@
-// Package framework holds kptr's copy of kyaml's fn/framework result types
-// (see Result). It is named framework because its types' names show in
+// Package framework declares, in kptr's own code, the result types of the
+// KRM functions specification with the shape kyaml's fn/framework gives
+// them (see Result). It is named framework because its types' names show in
 // what kpt users read: yaml.v3 names the Go type it could not decode a
 // function's results into ("cannot unmarshal !!seq into framework.Result"),
 // and kpt's message must stay kptr's. Use them through kptv1's aliases.
