@@ -18,6 +18,9 @@ type Error struct {
 	err           error
 	summary       string
 	eval          bool // an eval error: kpt prints it as "error: <cause>"
+	// Interrupted: the caller cancelled the run's context; nothing was
+	// written and the error's cause is the context's cause.
+	Interrupted bool
 }
 
 func (e *Error) Error() string { return e.summary }

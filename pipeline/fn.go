@@ -168,6 +168,10 @@ func (r *renderer) runFunction(st *fnStep, pn *pkgNode, input []*yaml.RNode, fnC
 	// beta.56 to beta.67 truncated to 100 ms). It leaves out the image pull
 	// (printed on its own line when it happens).
 	elapsed := (time.Since(t0) - r.pulled).Truncate(time.Millisecond)
+	if ierr := r.interrupted(); err != nil && ierr != nil {
+		// ended by the interruption, not failed: no [FAIL] block
+		return nil, fr, ierr
+	}
 	if err != nil {
 		pr.printf("[FAIL] %q in %v\n", st.name(), elapsed)
 		printResults(pr, fr.Results)

@@ -199,6 +199,9 @@ func (g *globals) fnFailure(err error, dir string, env *lazyEnv) error {
 // for eval), nothing when the transcript already showed the failure.
 func (g *globals) printKptError(err error) {
 	var pe *pipeline.Error
+	if errors.As(err, &pe) && pe.Interrupted {
+		return // run says "interrupted"
+	}
 	if !errors.As(err, &pe) {
 		fmt.Fprintf(g.stderr, "Error: %v \n", err)
 	} else {

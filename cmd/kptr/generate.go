@@ -41,8 +41,9 @@ import (
 func (g *globals) generateCmd() *cobra.Command {
 	var p policy
 	c := g.command(&cobra.Command{
-		Use:   "generate [DIR]",
-		Short: "Render the package at the current directory for Argo CD (config-management plugin)",
+		Use:         "generate [DIR]",
+		Annotations: map[string]string{ownSignals: "true"},
+		Short:       "Render the package at the current directory for Argo CD (config-management plugin)",
 		Long: `The generate command of kptr's Argo CD config-management plugin (plugin.yaml):
 render the package tree at DIR (default: the current directory, the
 Application's path) in memory, never writing the checkout, and print its
