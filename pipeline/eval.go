@@ -72,7 +72,7 @@ func Eval(ctx context.Context, dir string, fn EvalFunction, opts Options, stdin 
 	if dir == "-" {
 		nodes, err := (&kio.ByteReader{Reader: stdin, PreserveSeqIndent: true, WrapBareSeqNode: true}).Read()
 		if err != nil {
-			return fail(err)
+			return fail(inputErr(err))
 		}
 		input = nodes
 		if r.opts.Output == OutputInPlace {

@@ -372,7 +372,7 @@ func (r *renderer) runPipeline(pn *pkgNode, input []*yaml.RNode) ([]*yaml.RNode,
 	pl := pn.pipeline()
 	if pl.IsEmpty() {
 		if err := kptv1.AreKRM(input); err != nil {
-			return nil, fmt.Errorf("input resource list must contain only KRM resources: %s", err.Error())
+			return nil, inputErr(fmt.Errorf("input resource list must contain only KRM resources: %s", err.Error()))
 		}
 		return input, nil
 	}
