@@ -17,7 +17,9 @@ func (g *globals) doctorCmd() *cobra.Command {
 		Short: "Check what each function sandbox tier needs here, which one runs, and how to fix what is missing",
 		Long: `Probe both sandbox tiers in the current environment: the namespace tier (user
 namespaces, mounting /proc, a network namespace, overlayfs, cgroups, seccomp,
-hostname, pivot_root) and the landlock tier (Landlock ABI, seccomp, no_new_privs).
+hostname, pivot_root) and the landlock tier (Landlock ABI, seccomp, no_new_privs;
+as root, whether the image cache the runs use, --cache-dir / KPTR_CACHE_DIR,
+is in reach of the uids functions run as).
 Print one line per probe, with the pod securityContext or node setting that
 fixes each failed or degraded one, then which tier --sandbox (KPTR_SANDBOX)
 picks here and why not the stronger one. Run it in the Argo CD sidecar, in a
@@ -46,6 +48,11 @@ func (g *globals) runDoctor(context.Context, *cobra.Command, []string) error {
 	fmt.Fprintln(w, "namespace tier (own user, mount, pid, network, ipc and uts namespaces; the image is the function's root):")
 	printProbes(w, nsResults)
 	llResults, _ := runtime.ProbeLandlockCached(runtime.DefaultStateDir(), true)
+	if runtime.Required(llResults) == nil {
+		// what the runs will meet: the image cache they use must be in
+		// reach of the uids functions run as (as root)
+		llResults = append(llResults, g.cacheProbe())
+	}
 	fmt.Fprintln(w, "\nlandlock tier (no namespaces: a child of kptr confined by Landlock, seccomp and rlimits):")
 	printProbes(w, llResults)
 
@@ -115,3 +122,17 @@ func degraded(results []runtime.ProbeResult) string {
 
 // errReportedf is an error main does not print again (doctor printed it).
 func errReportedf(msg string) error { return fmt.Errorf("%s: %w", msg, errReported) }
+
+// cacheProbe is the landlock tier's "cache" line: the image cache the runs
+// use (--cache-dir, KPTR_CACHE_DIR, the default) is within reach of the
+// uids functions run as.
+func (g *globals) cacheProbe() runtime.ProbeResult {
+	if err := g.landlockCacheReach(); err != nil {
+		detail, fix, _ := strings.Cut(err.Error(), "; fix: ")
+		return runtime.ProbeResult{Name: "cache", Status: runtime.StatusFailed, Detail: detail, Fix: fix}
+	}
+	if g.cacheDir == "" {
+		return runtime.ProbeResult{Name: "cache", Status: runtime.StatusOK, Detail: "no image cache directory set (--cache-dir, KPTR_CACHE_DIR, $XDG_CACHE_HOME or $HOME); runs that need one will ask for it"}
+	}
+	return runtime.ProbeResult{Name: "cache", Status: runtime.StatusOK, Detail: "images run from " + g.cacheDir + ", within reach of the uids functions run as"}
+}

@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/kptr-dev/kptr/runtime"
 )
@@ -42,6 +44,9 @@ func (g *globals) openRunner() (_ runtime.Runner, notice string, _ error) {
 		if err != nil {
 			return nil, "", refusal(err, "")
 		}
+		if err := g.landlockCacheReach(); err != nil {
+			return nil, "", withCode(exitEnv, err)
+		}
 		return ll, "", nil
 	case sandboxAuto, "", sandboxNamespace:
 	default:
@@ -65,6 +70,9 @@ func (g *globals) openRunner() (_ runtime.Runner, notice string, _ error) {
 	if lerr != nil {
 		return nil, "", refusal(err, "; the landlock tier cannot run either: "+lerr.Error())
 	}
+	if rerr := g.landlockCacheReach(); rerr != nil {
+		return nil, "", withCode(exitEnv, fmt.Errorf("namespace sandbox unavailable (%v), and %w", err, rerr))
+	}
 	return ll, fmt.Sprintf("kptr: namespace sandbox unavailable (%v); running functions in the landlock tier (no namespaces: functions cannot read their own image's files by absolute path; 'kptr doctor' says what each tier gives)\n", err), nil
 }
 
@@ -76,4 +84,45 @@ func refusal(err error, more string) error {
 		return withCode(exitEnv, fmt.Errorf("%w%s; fix: %s; run 'kptr doctor' to check every prerequisite, or pass --sandbox=none to run functions without a sandbox", err, more, pe.Result.Fix))
 	}
 	return withCode(exitEnv, fmt.Errorf("sandbox: %w%s; run 'kptr doctor'", err, more))
+}
+
+// landlockCacheReach says why the landlock tier cannot run images from the
+// cache the command uses, nil when it can. As root (container ids mapped)
+// that tier runs each function as an unprivileged host uid, which must
+// traverse every directory above the image's rootfs; a cache under a 0700
+// home (root's default, $HOME/.cache/kptr) is out of its reach, and every
+// function would fail at its start. doctor shows the same verdict as its
+// "cache" line.
+func (g *globals) landlockCacheReach() error {
+	_, feat, _ := runtime.ProbeCached(false)
+	if !feat.Root || g.cacheDir == "" {
+		return nil
+	}
+	blocked := untraversableAbove(g.cacheDir)
+	if blocked == "" {
+		return nil
+	}
+	return fmt.Errorf("the landlock tier cannot run images from the cache %s: %s is not traversable by other users, and as root this tier runs functions as an unprivileged uid that must reach the image; "+
+		"fix: use a cache directory whose whole path every user may traverse (--cache-dir / KPTR_CACHE_DIR, e.g. /var/cache/kptr), or chmod o+x %s", g.cacheDir, blocked, blocked)
+}
+
+// untraversableAbove returns the first existing directory on dir's path
+// (dir itself, or its nearest existing ancestor, up to /) that other users
+// cannot traverse (no o+x), "" when there is none. A directory not yet
+// created is judged by the ancestors it will be created in (the cache
+// creates its directories 0755).
+func untraversableAbove(dir string) string {
+	d, err := filepath.Abs(dir)
+	if err != nil {
+		return dir
+	}
+	for {
+		if fi, err := os.Stat(d); err == nil && fi.Mode().Perm()&0o001 == 0 {
+			return d
+		}
+		if d == "/" {
+			return ""
+		}
+		d = filepath.Dir(d)
+	}
 }
