@@ -577,6 +577,15 @@ func (r *renderer) runMutators(pn *pkgNode, input []*yaml.RNode) ([]*yaml.RNode,
 			// kio.Pipeline stops before reconciling an empty result
 			err = kio.ReconcileInternalAnnotations(output, migration)
 		}
+		// The input's own nodes keep the migration id kyaml set on them;
+		// kpt leaves it there, and a resource the function dropped that
+		// is kept anyway (a top-down render keeps a subpackage's
+		// resources its parent's function deleted) would be written with
+		// it. kptr removes it: the function saw it all the same.
+		for _, n := range selected {
+			_ = clearAnnotation(n, kioutil.InternalAnnotationsMigrationResourceIDAnnotation)
+			_ = clearEmptyAnnotations(n)
+		}
 		r.recordStep(&r.mutationSteps, st, before, err)
 		if err != nil {
 			clearOnMutatorFailure(input)

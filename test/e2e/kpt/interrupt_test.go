@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// Ctrl-C (SIGINT) or SIGTERM during fn render, while a function runs or while
+// Ctrl-C (SIGINT) or SIGTERM during fn render (or fn eval), while a function runs or while
 // an image is being pulled, ends the render at once: the function's
 // processes and the download end, the package is left exactly as it was (no
 // Rendered status, the Kptfile's comments intact), nothing is staged, and
@@ -58,10 +58,12 @@ func TestInterruptLeavesPackage(t *testing.T) {
 		sig   syscall.Signal
 		code  int
 		image bool
+		eval  bool
 	}{
 		{name: "SIGINT during a function", sig: syscall.SIGINT, code: 130},
 		{name: "SIGTERM during a function", sig: syscall.SIGTERM, code: 143},
 		{name: "SIGINT during a function, as kpt", kpt: true, sig: syscall.SIGINT, code: 130},
+		{name: "SIGINT during fn eval's function", eval: true, sig: syscall.SIGINT, code: 130},
 		{name: "SIGINT during a pull", image: true, sig: syscall.SIGINT, code: 130},
 		{name: "SIGTERM during a pull", image: true, sig: syscall.SIGTERM, code: 143},
 	} {
@@ -80,7 +82,11 @@ func TestInterruptLeavesPackage(t *testing.T) {
 			if tc.kpt {
 				bin = "kpt"
 			}
-			cmd := exec.Command(filepath.Join(shared.binDir, bin), "fn", "render", "--allow-exec", ".")
+			args := []string{"fn", "render", "--allow-exec", "."}
+			if tc.eval {
+				args = []string{"fn", "eval", ".", "--exec", "./slow.sh"}
+			}
+			cmd := exec.Command(filepath.Join(shared.binDir, bin), args...)
 			cmd.Dir = pkg
 			cmd.Env = append(append([]string{}, shared.env...), "PIDFILE="+pidFile,
 				"KPTR_MIRRORS=gcr.io="+ln.Addr().String(), "KPTR_CACHE_DIR="+filepath.Join(t.TempDir(), "cache"))
