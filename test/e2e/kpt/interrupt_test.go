@@ -8,10 +8,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kptr-dev/kptr/test/fnimage"
+	"github.com/kptr-dev/kptr/test/registry"
 )
 
 // Ctrl-C (SIGINT) or SIGTERM during fn render (or fn eval), while a function runs or while
@@ -174,4 +178,64 @@ func keys(m map[string]string) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// Ctrl-C while an image function runs in the sandbox (one that ignores
+// SIGTERM and sleeps forever) ends it and the render: exit 130 within
+// seconds, "interrupted", the package as it was.
+func TestInterruptImageFunction(t *testing.T) {
+	reg := registry.Start(t)
+	img := fnimage.Build(t, "hostile", fnimage.WithCmd("sleep-ignore", "interrupt-test"))
+	fnimage.Push(t, img, reg.Addr+"/kpt-fn/sleeper:v1")
+	pkg := newPkg(t, map[string]string{
+		"Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app # kept\npipeline:\n  mutators:\n    - image: gcr.io/kpt-fn/sleeper:v1\n",
+		"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n",
+	})
+	orig := tree(t, pkg)
+	cmd := exec.Command(filepath.Join(shared.binDir, "kptr"), "fn", "render", pkg)
+	cmd.Env = append(append([]string{}, shared.env...), "KPTR_MIRRORS=gcr.io="+reg.Addr,
+		"KPTR_CACHE_DIR="+filepath.Join(t.TempDir(), "cache"), "KPTR_PROGRESS=none")
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	waitUntil(t, func() bool { return strings.Contains(stderr.String(), "[RUNNING]") })
+	time.Sleep(time.Second) // the function has started and sleeps
+	t0 := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 130 || !strings.HasSuffix(stderr.String(), "\ninterrupted\n") {
+		t.Fatalf("exit %d, want 130 and a last line \"interrupted\"\n%s", code, stderr.String())
+	}
+	if took := time.Since(t0); took > 20*time.Second {
+		t.Errorf("took %v after the signal", took)
+	}
+	if strings.Contains(stderr.String(), "[FAIL]") {
+		t.Errorf("the interruption was reported as a failure:\n%s", stderr.String())
+	}
+	if !same(tree(t, pkg), orig) {
+		t.Errorf("package changed:\n%s", tree(t, pkg)["Kptfile"])
+	}
+}
+
+// lockedBuffer is a bytes.Buffer a process writes while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
