@@ -172,12 +172,18 @@ func (r *renderer) render() (*Output, error) {
 	return res, nil
 }
 
-// interrupted returns the render's interruption when its caller cancelled
-// it (a deadline is not an interruption: it fails the render as before),
-// else nil. An interrupted render writes nothing and prints no failure: the
-// caller says it was interrupted.
+// ErrInterrupted is the cause (context.WithCancelCause) a caller gives a
+// render or eval it abandons because the user interrupted it (Ctrl-C,
+// SIGTERM): the run then writes nothing into the package (no status, no
+// partial result, no results file), prints no failure, and returns an Error
+// with Interrupted set. Any other cancellation, and a deadline, fail the run
+// as a function failure, as before.
+var ErrInterrupted = errors.New("interrupted")
+
+// interrupted returns the run's interruption when its caller cancelled it
+// with ErrInterrupted as the cause, else nil.
 func (r *renderer) interrupted() error {
-	if !errors.Is(r.ctx.Err(), context.Canceled) {
+	if r.ctx.Err() == nil || !errors.Is(context.Cause(r.ctx), ErrInterrupted) {
 		return nil
 	}
 	return &Error{err: context.Cause(r.ctx), summary: "interrupted", Interrupted: true}

@@ -73,6 +73,10 @@ registry or the cache.`,
 
 // runGenerate is generate after its flags were parsed.
 func (g *globals) runGenerate(ctx context.Context, c *cobra.Command, p *policy, args []string) error {
+	// Argo CD's deadline kill (SIGTERM with SIGKILL) ends generate as it
+	// always did, not as a user's interruption
+	ctx, stop := withoutInterruption(ctx)
+	defer stop()
 	if len(args) > 1 {
 		return usageError("at most one directory, got %d", len(args))
 	}

@@ -16,6 +16,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/kptr-dev/kptr/pipeline"
 )
 
 // Exit codes (DESIGN.md, README): 0 ok, 1 function or validation failure,
@@ -116,6 +118,20 @@ const ownSignals = "kptr.dev/own-signals"
 type interrupted struct{ sig syscall.Signal }
 
 func (e *interrupted) Error() string { return "interrupted by " + e.sig.String() }
+
+// Unwrap makes the pipeline see the cancellation as the user's
+// interruption (pipeline.ErrInterrupted): it then writes nothing.
+func (e *interrupted) Unwrap() error { return pipeline.ErrInterrupted }
+
+// withoutInterruption returns a context cancelled when ctx is, but with the
+// plain context.Canceled as its cause: for a command that answers signals
+// itself (generate), a signal ends its work as it always did, not as an
+// interruption.
+func withoutInterruption(ctx context.Context) (context.Context, context.CancelFunc) {
+	plain, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, cancel)
+	return plain, func() { stop(); cancel() }
+}
 
 // interruptible returns a context that SIGINT or SIGTERM cancels, with the
 // signal as its cause (interruptedBy). Until stop, later signals are
