@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
@@ -111,10 +113,68 @@ func PickTag(tags []string, constraint string) (string, error) {
 		cands = append(cands, cand{t, v})
 	}
 	if len(cands) == 0 {
-		return "", fmt.Errorf("no tag matches constraint %q", constraint)
+		return "", noTagMatches(tags, constraint)
 	}
 	sort.SliceStable(cands, func(i, j int) bool { return cands[i].v.GreaterThan(cands[j].v) })
 	return cands[0].tag, nil
+}
+
+// ErrNoTagMatch is the cause when a tag constraint matches none of the
+// repository's tags: the Kptfile (or --tag) asks for something that does not
+// exist, an input error (exit 2), not registry trouble.
+var ErrNoTagMatch = errors.New("no tag matches")
+
+// maxNearestTags bounds the tags a no-match error lists.
+const maxNearestTags = 5
+
+var leadingVersion = regexp.MustCompile(`(\d+)(?:\.(\d+))?(?:\.(\d+))?`)
+
+// noTagMatches says that no tag of tags matches constraint and lists the
+// nearest semver tags, at most maxNearestTags in version order: those on
+// either side of the first version the constraint names (the highest when
+// it names none).
+func noTagMatches(tags []string, constraint string) error {
+	var vs []*semver.Version
+	byVersion := map[*semver.Version]string{}
+	for _, t := range tags {
+		if strings.HasPrefix(t, "sha256-") || strings.Contains(t, "-git-") {
+			continue
+		}
+		if v, err := semver.NewVersion(t); err == nil {
+			vs = append(vs, v)
+			byVersion[v] = t
+		}
+	}
+	sort.SliceStable(vs, func(i, j int) bool { return vs[i].LessThan(vs[j]) })
+	at := len(vs) // where the constraint's version would sit among vs
+	if m := leadingVersion.FindStringSubmatch(constraint); m != nil {
+		var n [3]uint64
+		for i := range 3 {
+			n[i], _ = strconv.ParseUint(m[i+1], 10, 64)
+		}
+		anchor := semver.New(n[0], n[1], n[2], "", "")
+		at = sort.Search(len(vs), func(i int) bool { return !vs[i].LessThan(anchor) })
+	}
+	lo, hi := at, at
+	for hi-lo < maxNearestTags && (lo > 0 || hi < len(vs)) {
+		if lo > 0 {
+			lo--
+		}
+		if hi-lo < maxNearestTags && hi < len(vs) {
+			hi++
+		}
+	}
+	var names []string
+	for _, v := range vs[lo:hi] {
+		names = append(names, byVersion[v])
+	}
+	switch {
+	case len(tags) == 0:
+		return fmt.Errorf("%w constraint %q: the repository has no tags", ErrNoTagMatch, constraint)
+	case len(names) == 0:
+		return fmt.Errorf("%w constraint %q: none of the repository's %d tags is a semver version", ErrNoTagMatch, constraint, len(tags))
+	}
+	return fmt.Errorf("%w constraint %q (the repository has %d tags; nearest: %s)", ErrNoTagMatch, constraint, len(tags), strings.Join(names, ", "))
 }
 
 // isConstraint reports whether PickTag needs the tag list for s.
@@ -159,7 +219,10 @@ func (c *Cache) ResolveConstraint(ctx context.Context, repo, constraint string) 
 	tag, err := PickTag(tags, constraint)
 	if err != nil {
 		if c.s.offline || c.s.policy == PullNever {
-			err = fmt.Errorf("%w (only cached tags were considered: %s)", err, strings.Join(tags, ", "))
+			err = fmt.Errorf("%w (offline: only the tags in the cache were considered)", err)
+		}
+		if errors.Is(err, ErrNoTagMatch) {
+			return "", usageErr(named, err)
 		}
 		return "", imgErr(named, err)
 	}

@@ -18,13 +18,41 @@ type Error struct {
 	err           error
 	summary       string
 	eval          bool // an eval error: kpt prints it as "error: <cause>"
+	// Interrupted: the caller cancelled the run's context; nothing was
+	// written and the error's cause is the context's cause.
+	Interrupted bool
 }
 
 func (e *Error) Error() string { return e.summary }
 func (e *Error) Unwrap() error { return e.err }
 
-// ExitCode is 1 for every kpt error.
-func (e *Error) ExitCode() int { return 1 }
+// ExitCode is kptr's class of the error: 2 when the package or a path the
+// user named is at fault (an InputError underneath), else 1. Invoked as
+// kpt, the CLI exits 1 for every error, as kpt does.
+func (e *Error) ExitCode() int {
+	var ie *InputError
+	if errors.As(e.err, &ie) {
+		return 2
+	}
+	return 1
+}
+
+// InputError is a failure caused by what the user gave the command, not by
+// a function or the environment: a package file that cannot be read or
+// parsed, a resource that is not KRM, an output directory that already
+// exists, a tag constraint no tag matches. Its text is the cause's.
+type InputError struct{ Err error }
+
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+// inputErr marks err as an InputError (nil stays nil).
+func inputErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &InputError{Err: err}
+}
 
 // Message is kpt's CLI rendering of the error, without the trailing " \n",
 // Printable (it may quote function output).

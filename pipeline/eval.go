@@ -52,6 +52,9 @@ func Eval(ctx context.Context, dir string, fn EvalFunction, opts Options, stdin 
 	}()
 	r := &renderer{ctx: ctx, opts: opts, pr: &printer{w: opts.Stderr}, results: newResultList(), inputFiles: map[string]bool{}}
 	fail := func(err error) (*Output, error) {
+		if ierr := r.interrupted(); ierr != nil {
+			return nil, ierr
+		}
 		_ = r.saveResults()
 		e := newError(err, dir, r.failedFunction())
 		e.summary = "eval" + strings.TrimPrefix(e.summary, "render")
@@ -69,7 +72,7 @@ func Eval(ctx context.Context, dir string, fn EvalFunction, opts Options, stdin 
 	if dir == "-" {
 		nodes, err := (&kio.ByteReader{Reader: stdin, PreserveSeqIndent: true, WrapBareSeqNode: true}).Read()
 		if err != nil {
-			return fail(err)
+			return fail(inputErr(err))
 		}
 		input = nodes
 		if r.opts.Output == OutputInPlace {
@@ -175,6 +178,9 @@ func Eval(ctx context.Context, dir string, fn EvalFunction, opts Options, stdin 
 		return fail(err)
 	}
 	output = append(output, excluded...)
+	if ierr := r.interrupted(); ierr != nil {
+		return nil, ierr
+	}
 	res := &Output{Resources: output, Results: r.results, Functions: 1}
 	switch r.opts.Output {
 	case OutputMemory:

@@ -88,33 +88,39 @@ func resolveImage(ctx context.Context, f kptv1.Function, opts *Options, latest b
 		}
 		ref, err := cr.ResolveConstraint(ctx, repo, f.Tag)
 		if err != nil {
-			return "", fmt.Errorf("function %q: resolving tag %q: %w", f.Image, f.Tag, err)
+			err = fmt.Errorf("function %q: resolving tag %q: %w", f.Image, f.Tag, err)
+			if errors.Is(err, cache.ErrNoTagMatch) {
+				err = inputErr(err) // the Kptfile asks for a tag that does not exist
+			}
+			return "", err
 		}
 		return ref, nil
 	}
 	if !kptv1.ValidTag(f.Tag) {
-		return "", fmt.Errorf("function %q: tag %q is neither a semver version, a semver constraint nor a valid tag", f.Image, f.Tag)
+		return "", inputErr(fmt.Errorf("function %q: tag %q is neither a semver version, a semver constraint nor a valid tag", f.Image, f.Tag))
 	}
 	return repo + ":" + f.Tag, nil
 }
 
-// prepare resolves names, tags and permissions of fns without fetching anything.
+// prepare resolves names, tags and permissions of fns without fetching
+// anything. What the Kptfile (or eval's command line) asks for and cannot be
+// had is an InputError; a resolver's trouble keeps its own class.
 func prepare(ctx context.Context, fns []kptv1.Function, opts *Options, latest bool) ([]*fnStep, int, error) {
 	var steps []*fnStep
 	for i, f := range fns {
 		st := &fnStep{fn: f}
 		if f.Condition != "" {
-			return steps, i, fmt.Errorf("function %q: `condition` (CEL) is not supported by kptr", shortName(f))
+			return steps, i, inputErr(fmt.Errorf("function %q: `condition` (CEL) is not supported by kptr", shortName(f)))
 		}
 		switch {
 		case f.Exec != "":
 			st.exec = f.Exec
 			if !opts.AllowExec {
-				return steps, i, errAllowExec
+				return steps, i, inputErr(errAllowExec)
 			}
 			argv, err := splitShell(f.Exec)
 			if err != nil || len(argv) == 0 {
-				return steps, i, fmt.Errorf("exec command %q must be valid: %v", f.Exec, err)
+				return steps, i, inputErr(fmt.Errorf("exec command %q must be valid: %v", f.Exec, err))
 			}
 			st.argv = argv
 		case f.Image != "":
@@ -129,7 +135,7 @@ func prepare(ctx context.Context, fns []kptv1.Function, opts *Options, latest bo
 				}
 			}
 		default:
-			return steps, i, fmt.Errorf("must specify `exec` or `image` to execute a function")
+			return steps, i, inputErr(fmt.Errorf("must specify `exec` or `image` to execute a function"))
 		}
 		steps = append(steps, st)
 	}
@@ -168,6 +174,10 @@ func (r *renderer) runFunction(st *fnStep, pn *pkgNode, input []*yaml.RNode, fnC
 	// beta.56 to beta.67 truncated to 100 ms). It leaves out the image pull
 	// (printed on its own line when it happens).
 	elapsed := (time.Since(t0) - r.pulled).Truncate(time.Millisecond)
+	if ierr := r.interrupted(); err != nil && ierr != nil {
+		// ended by the interruption, not failed: no [FAIL] block
+		return nil, fr, ierr
+	}
 	if err != nil {
 		pr.printf("[FAIL] %q in %v\n", st.name(), elapsed)
 		printResults(pr, fr.Results)
@@ -215,7 +225,7 @@ func execStartError(st *fnStep, err error) error {
 
 func (r *renderer) doFunction(st *fnStep, pn *pkgNode, input []*yaml.RNode, fnConfig *yaml.RNode, fr *FnResult, keep bool) ([]*yaml.RNode, error) {
 	if err := kptv1.AreKRM(input); err != nil {
-		return nil, fmt.Errorf("input resource list must contain only KRM resources: %s", err.Error())
+		return nil, inputErr(fmt.Errorf("input resource list must contain only KRM resources: %s", err.Error()))
 	}
 	var stderr []byte
 	run := func(in []byte) ([]byte, error) {

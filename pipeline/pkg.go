@@ -113,7 +113,7 @@ func (p *pkgNode) localResources() ([]*yaml.RNode, error) {
 	if err != nil {
 		// name the file relative to the package, not by its absolute path
 		msg := strings.ReplaceAll(err.Error(), p.dir+string(filepath.Separator), "")
-		return nil, wrap("pkg.readResources", p.status(), errors.New(msg))
+		return nil, wrap("pkg.readResources", p.status(), inputErr(errors.New(msg)))
 	}
 	return nodes, nil
 }

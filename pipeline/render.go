@@ -12,6 +12,7 @@ import (
 	"time"
 
 	kptv1 "github.com/kptr-dev/kptr/pipeline/kptfile/v1"
+	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
@@ -132,6 +133,11 @@ func (r *renderer) render() (*Output, error) {
 	} else {
 		out, err = r.hydrate(r.root)
 	}
+	if ierr := r.interrupted(); ierr != nil {
+		// the caller gave up (Ctrl-C): whatever the functions did, the
+		// package stays as it was, no status, no partial result
+		return nil, ierr
+	}
 	if err != nil {
 		// kpt: partial write and summary line, root Kptfile status, then
 		// the results file (and its "For complete results" line)
@@ -164,6 +170,23 @@ func (r *renderer) render() (*Output, error) {
 	}
 	r.record()
 	return res, nil
+}
+
+// ErrInterrupted is the cause (context.WithCancelCause) a caller gives a
+// render or eval it abandons because the user interrupted it (Ctrl-C,
+// SIGTERM): the run then writes nothing into the package (no status, no
+// partial result, no results file), prints no failure, and returns an Error
+// with Interrupted set. Any other cancellation, and a deadline, fail the run
+// as a function failure, as before.
+var ErrInterrupted = errors.New("interrupted")
+
+// interrupted returns the run's interruption when its caller cancelled it
+// with ErrInterrupted as the cause, else nil.
+func (r *renderer) interrupted() error {
+	if r.ctx.Err() == nil || !errors.Is(context.Cause(r.ctx), ErrInterrupted) {
+		return nil
+	}
+	return &Error{err: context.Cause(r.ctx), summary: "interrupted", Interrupted: true}
 }
 
 // saveResults writes results.yaml to --results-dir, if set.
@@ -355,7 +378,7 @@ func (r *renderer) runPipeline(pn *pkgNode, input []*yaml.RNode) ([]*yaml.RNode,
 	pl := pn.pipeline()
 	if pl.IsEmpty() {
 		if err := kptv1.AreKRM(input); err != nil {
-			return nil, fmt.Errorf("input resource list must contain only KRM resources: %s", err.Error())
+			return nil, inputErr(fmt.Errorf("input resource list must contain only KRM resources: %s", err.Error()))
 		}
 		return input, nil
 	}
@@ -437,19 +460,6 @@ func configFor(pn *pkgNode, f kptv1.Function, input []*yaml.RNode) (*yaml.RNode,
 		return newConfigMap(f.ConfigMap)
 	}
 	return nil, nil
-}
-
-// withoutNode returns nodes without n (by identity), and n when it was there.
-func withoutNode(nodes []*yaml.RNode, n *yaml.RNode) (kept, removed []*yaml.RNode) {
-	kept = make([]*yaml.RNode, 0, len(nodes))
-	for _, m := range nodes {
-		if m == n {
-			removed = append(removed, m)
-			continue
-		}
-		kept = append(kept, m)
-	}
-	return kept, removed
 }
 
 // recordPrepareFailure records a function that could not be set up (kpt's
@@ -544,13 +554,10 @@ func (r *renderer) runMutators(pn *pkgNode, input []*yaml.RNode) ([]*yaml.RNode,
 		if err != nil {
 			return nil, err
 		}
-		// a function's own configPath resource is its functionConfig, not
-		// one of its items; it is put back unchanged after the call (kpt
-		// #4673), for later functions and so that its file is kept
-		var own []*yaml.RNode
-		if f.ConfigPath != "" {
-			input, own = withoutNode(input, fnConfig)
-		}
+		// a function's configPath resource is also one of its items, and
+		// its edits stay (kpt main's runMutators refreshes the config from
+		// the current input and leaves it there: pkg/lib/kptops/
+		// render_executor.go; kpt #4673, which excludes it, is not merged)
 		selective := len(f.Selectors) > 0 || len(f.Exclusions) > 0
 		if selective {
 			if err := setResourceIDs(input); err != nil {
@@ -560,9 +567,34 @@ func (r *renderer) runMutators(pn *pkgNode, input []*yaml.RNode) ([]*yaml.RNode,
 		selected := selectInput(input, f.Selectors, f.Exclusions)
 		r.prepareAhead(pn, i+1, nextImage(steps, i))
 		before := len(r.results.Items)
+		// kpt main runs each mutator in a kio.Pipeline over the selected
+		// resources (runMutators in pkg/lib/kptops/render_executor.go),
+		// which keeps the legacy path/index annotations and their internal
+		// twins in step around the call: a function that edits only
+		// config.kubernetes.io/path or index moves or reorders the resource
+		migration, err := kio.PreprocessResourcesForInternalAnnotationMigration(selected)
+		if err != nil {
+			clearOnMutatorFailure(input)
+			r.recordStep(&r.mutationSteps, st, before, err)
+			return nil, err
+		}
 		output, _, err := r.runFunction(st, pn, selected, fnConfig, selective, true)
+		if err == nil && len(output) > 0 {
+			// kio.Pipeline stops before reconciling an empty result
+			err = kio.ReconcileInternalAnnotations(output, migration)
+		}
+		// The input's own nodes keep the migration id kyaml set on them;
+		// kpt leaves it there, and a resource the function dropped that
+		// is kept anyway (a top-down render keeps a subpackage's
+		// resources its parent's function deleted) would be written with
+		// it. kptr removes it: the function saw it all the same.
+		for _, n := range selected {
+			_ = clearAnnotation(n, kioutil.InternalAnnotationsMigrationResourceIDAnnotation)
+			_ = clearEmptyAnnotations(n)
+		}
 		r.recordStep(&r.mutationSteps, st, before, err)
 		if err != nil {
+			clearOnMutatorFailure(input)
 			var ee *execError
 			if errors.As(err, &ee) {
 				return nil, errHandled
@@ -578,10 +610,20 @@ func (r *renderer) runMutators(pn *pkgNode, input []*yaml.RNode) ([]*yaml.RNode,
 		} else {
 			input = output
 		}
-		input = append(input, own...)
 		r.latest[pn] = input
 	}
 	return input, nil
+}
+
+// clearOnMutatorFailure removes from a failed mutator's input the
+// annotations the run put there (kpt's clearAnnotationsOnMutFailure), so
+// that a package saved on render failure does not keep them.
+func clearOnMutatorFailure(input []*yaml.RNode) {
+	for _, n := range input {
+		_ = clearAnnotations(n, kioutil.IdAnnotation, kioutil.LegacyIdAnnotation, //nolint:staticcheck
+			kioutil.InternalAnnotationsMigrationResourceIDAnnotation, resourceIDAnnotation)
+		_ = clearEmptyAnnotations(n)
+	}
 }
 
 func (r *renderer) runValidators(pn *pkgNode, input []*yaml.RNode) error {
@@ -600,14 +642,10 @@ func (r *renderer) runValidators(pn *pkgNode, input []*yaml.RNode) error {
 		if err != nil {
 			return err
 		}
-		items := input
-		if f.ConfigPath != "" {
-			items, _ = withoutNode(input, fnConfig)
-		}
 		if fnConfig != nil {
 			fnConfig = fnConfig.Copy()
 		}
-		selected := selectInput(items, f.Selectors, f.Exclusions)
+		selected := selectInput(input, f.Selectors, f.Exclusions)
 		copies := make([]*yaml.RNode, len(selected))
 		for j, n := range selected {
 			copies[j] = validatorInput(n)

@@ -28,7 +28,7 @@ func readTree(fsys *pkgFS) ([]*yaml.RNode, error) {
 		WrapBareSeqNode:    true,
 	}.Read()
 	if err != nil {
-		return nil, fileerr.YAML(err)
+		return nil, inputErr(fileerr.YAML(err))
 	}
 	return nodes, nil
 }

@@ -22,7 +22,7 @@ func checkOutputDir(out string) error {
 		return nil
 	}
 	if _, err := os.Stat(out); err == nil {
-		return fmt.Errorf("directory %q already exists, please delete the directory and retry", out)
+		return inputErr(fmt.Errorf("directory %q already exists, please delete the directory and retry", out))
 	}
 	return nil
 }

@@ -78,6 +78,10 @@ type Settings struct {
 	// NoOverlay: keep runs on a read-only view of the image where a tier
 	// could give them a writable one.
 	NoOverlay bool
+	// ImageDir is the directory the runs' images come from (the image
+	// cache), checked by Open for a tier that needs something of it
+	// (ImageDirChecker); "" skips the check.
+	ImageDir string
 
 	tier []func(any)
 }
@@ -109,6 +113,36 @@ func (s Settings) ApplyTier(t any) {
 // tier's sandbox (before it probes) and ignores any other.
 func TierOption(f func(sandbox any)) Option {
 	return func(s *Settings) { s.tier = append(s.tier, f) }
+}
+
+// WithImageDir names the directory the runs' images come from (the image
+// cache), so that Open refuses a tier that could not run them from there.
+func WithImageDir(dir string) Option { return func(s *Settings) { s.ImageDir = dir } }
+
+// ImageDirChecker is a Tier whose runs need something of the directory
+// their images come from: as root, a tier that runs functions as other
+// host uids than kptr's needs every directory above the images traversable
+// by them. kptr doctor shows the result as one of the tier's probes; Open
+// refuses the tier when it fails, so doctor and the runs agree.
+type ImageDirChecker interface {
+	CheckImageDir(dir string) ProbeResult
+}
+
+// openTier opens t and, where t checks it, refuses it when the images'
+// directory is out of its runs' reach.
+func openTier(t Tier, opts []Option) (Sandbox, error) {
+	sb, err := t.Open(opts...)
+	if err != nil {
+		return nil, err
+	}
+	c, ok := t.(ImageDirChecker)
+	if dir := NewSettings(opts...).ImageDir; ok && dir != "" {
+		if r := c.CheckImageDir(dir); r.Status == StatusFailed {
+			sb.Close()
+			return nil, &ProbeError{Result: r}
+		}
+	}
+	return sb, nil
 }
 
 // WithStateDir sets where run state lives (default: DefaultStateDir). As
@@ -197,7 +231,7 @@ func Open(mode string, opts ...Option) (sb Sandbox, notice string, err error) {
 		if !ok {
 			return nil, "", fmt.Errorf("no sandbox tier %q", mode)
 		}
-		sb, err = t.Open(opts...)
+		sb, err = openTier(t, opts)
 		return sb, "", err
 	}
 	var first error
@@ -207,7 +241,7 @@ func Open(mode string, opts ...Option) (sb Sandbox, notice string, err error) {
 		if info.Auto == 0 {
 			continue
 		}
-		sb, err := t.Open(opts...)
+		sb, err := openTier(t, opts)
 		if err == nil {
 			if first != nil {
 				notice = fmt.Sprintf("kptr: %s sandbox unavailable (%v); running functions in the %s tier (%s; 'kptr doctor' says what each tier gives)\n", passed[0], first, info.Name, info.Caveat)

@@ -104,15 +104,23 @@ func (g *globals) cachePullCmd() *cobra.Command {
 	c := g.command(&cobra.Command{
 		Use:   "pull IMAGE...",
 		Short: "Pull and unpack images into the cache",
-		Long: `Resolve each IMAGE as a render would (mirrors, pull policy, image prefix),
-fetch and verify its blobs and unpack its root filesystem, then print the
-reference and its digest. Every image is tried; the exit code is the first
-failure's (2 a bad reference, 3 a registry or cache error).`,
+		Long: `Resolve each IMAGE at the registry, as docker pull does (mirrors and the image
+prefix apply), fetch and verify what the cache lacks and unpack its root
+filesystem, then print the reference and its digest. A tag cached before is
+asked for again, so a tag that moved is pulled anew; the pull policy
+(KPTR_IMAGE_PULL_POLICY) governs renders, not this command, unless
+--image-pull-policy is given here (IfNotPresent: keep what is cached).
+Every image is tried; the exit code is the first failure's (2 a bad
+reference, 3 a registry or cache error).`,
 		Example: `  kptr cache pull ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.2.0
   kptr cache pull --platform linux/arm64 set-namespace:v0.4.1`,
-	}, scopeCache|scopePull|scopeNames|scopeLog, func(ctx context.Context, _ *cobra.Command, args []string) error {
+	}, scopeCache|scopePull|scopeNames|scopeLog, func(ctx context.Context, cmd *cobra.Command, args []string) error {
 		if len(args) == 0 {
 			return usageError("name at least one image")
+		}
+		if !cmd.Flags().Changed("image-pull-policy") {
+			// docker pull re-resolves the tag every time
+			g.pullPolicy = string(cache.PullAlways)
 		}
 		var extra []cache.Option
 		if platform != "" {

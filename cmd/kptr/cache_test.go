@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
 func TestParseBytes(t *testing.T) {
@@ -59,5 +63,49 @@ func TestCacheCommandsExitCodes(t *testing.T) {
 		if code != tc.code || !strings.Contains(errs, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tc.args, code, errs, tc.code, tc.want)
 		}
+	}
+}
+
+// kptr cache pull re-resolves a tag it already has, as docker pull does (it
+// kept the cached resolution under the default IfNotPresent), so a tag that
+// moved is pulled anew; KPTR_IMAGE_PULL_POLICY still governs renders, and an
+// explicit --image-pull-policy IfNotPresent keeps what is cached.
+func TestCachePullReresolvesTags(t *testing.T) {
+	host := tagRegistry(t)
+	ref := host + "/fn/x:v0.2.1"
+	dir := t.TempDir()
+	t.Setenv("KPTR_CACHE_DIR", dir)
+	t.Setenv("KPTR_PROGRESS", "none")
+	t.Setenv("KPTR_IMAGE_PULL_POLICY", "IfNotPresent")
+	pull := func(extra ...string) string {
+		t.Helper()
+		code, out, errs := runKptr(t, append([]string{"cache", "pull", ref}, extra...)...)
+		if code != 0 {
+			t.Fatalf("cache pull: exit %d: %s", code, errs)
+		}
+		return strings.Fields(out)[1]
+	}
+	first := pull()
+	// the tag moves to another image
+	img, err := random.Image(64, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag, err := name.NewTag(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(tag, img); err != nil {
+		t.Fatal(err)
+	}
+	moved, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pull("--image-pull-policy", "IfNotPresent"); got != first {
+		t.Errorf("explicit IfNotPresent: %s, want the cached %s", got, first)
+	}
+	if got := pull(); got != moved.String() {
+		t.Errorf("cache pull kept %s; want the tag's new image %s (first pull %s)", got, moved, first)
 	}
 }

@@ -18,7 +18,9 @@ func (g *globals) doctorCmd() *cobra.Command {
 		Short: "Check what each function sandbox tier needs here, which one runs, and how to fix what is missing",
 		Long: `Probe every sandbox tier in the current environment: the namespace tier (user
 namespaces, mounting /proc, a network namespace, overlayfs, cgroups, seccomp,
-hostname, pivot_root) and the landlock tier (Landlock ABI, seccomp, no_new_privs).
+hostname, pivot_root) and the landlock tier (Landlock ABI, seccomp, no_new_privs;
+as root, whether the image cache the runs use, --cache-dir / KPTR_CACHE_DIR,
+is in reach of the uids functions run as).
 Print one line per probe, with the pod securityContext or node setting that
 fixes each failed or degraded one, then which tier --sandbox (KPTR_SANDBOX)
 picks here and why not the stronger one. Run it in the Argo CD sidecar, in a
@@ -53,6 +55,11 @@ func (g *globals) runDoctor(context.Context, *cobra.Command, []string) error {
 		}
 		fmt.Fprintf(w, "%s tier (%s):\n", info.Name, info.Summary)
 		results[i] = t.Probe(runtime.DefaultStateDir(), true)
+		if c, ok := t.(runtime.ImageDirChecker); ok && runtime.Required(results[i]) == nil {
+			// what the runs will meet: the image cache they use (runtime.Open
+			// refuses the tier alike)
+			results[i] = append(results[i], g.cacheProbe(c))
+		}
 		printProbes(w, results[i])
 	}
 	who := fmt.Sprintf("uid %d", os.Geteuid())
@@ -132,3 +139,13 @@ func degraded(results []runtime.ProbeResult) string {
 
 // errReportedf is an error main does not print again (doctor printed it).
 func errReportedf(msg string) error { return fmt.Errorf("%s: %w", msg, errReported) }
+
+// cacheProbe is a tier's "cache" line: the image cache the runs use
+// (--cache-dir, KPTR_CACHE_DIR, the default) is within reach of the uids
+// functions run as.
+func (g *globals) cacheProbe(c runtime.ImageDirChecker) runtime.ProbeResult {
+	if g.cacheDir == "" {
+		return runtime.ProbeResult{Name: "cache", Status: runtime.StatusOK, Detail: "no image cache directory set (--cache-dir, KPTR_CACHE_DIR, $XDG_CACHE_HOME or $HOME); runs that need one will ask for it"}
+	}
+	return c.CheckImageDir(g.cacheDir)
+}

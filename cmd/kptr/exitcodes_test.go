@@ -3,11 +3,18 @@ package main
 import (
 	"bytes"
 	"io"
+	"log"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
 // exitCase is one command line of one error class, with its exit code as
@@ -23,6 +30,11 @@ type exitCase struct {
 // exitFixtures are the packages and paths the cases use.
 type exitFixtures struct {
 	ok, failing, registry, noKptfile, badKptfile, file, missing, existing, cacheFile string
+	// badYAML holds a file that does not parse, nonKRM a resource without
+	// apiVersion, noTag a function whose tag constraint matches none of
+	// the tags of tagRepo (a registry serving v0.2.1, v0.2.3, v0.3.0)
+	badYAML, nonKRM, noTag, tagRepo string
+	badTag                          string // a function whose tag: is no tag at all
 }
 
 func newExitFixtures(t *testing.T) exitFixtures {
@@ -49,6 +61,13 @@ func newExitFixtures(t *testing.T) exitFixtures {
 	writeTree(t, f.noKptfile, map[string]string{"cm.yaml": cm})
 	writeTree(t, f.badKptfile, map[string]string{"Kptfile": kf("exec: cat\n    frobnicate: true"), "cm.yaml": cm})
 	writeTree(t, f.existing, map[string]string{"x.yaml": cm})
+	f.badYAML, f.nonKRM, f.noTag = filepath.Join(base, "bad-yaml"), filepath.Join(base, "non-krm"), filepath.Join(base, "no-tag")
+	writeTree(t, f.badYAML, map[string]string{"Kptfile": kf("exec: cat"), "bad.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: [x\n"})
+	writeTree(t, f.nonKRM, map[string]string{"Kptfile": kf("exec: cat"), "n.yaml": "kind: ConfigMap\nmetadata:\n  name: x\n"})
+	f.badTag = filepath.Join(base, "bad-tag")
+	writeTree(t, f.badTag, map[string]string{"Kptfile": kf("image: set-labels\n    tag: \"not a tag!\""), "cm.yaml": cm})
+	f.tagRepo = tagRegistry(t) + "/fn/x"
+	writeTree(t, f.noTag, map[string]string{"Kptfile": kf("image: " + f.tagRepo + "\n    tag: \"~0.9\""), "cm.yaml": cm})
 	f.file = filepath.Join(f.ok, "cm.yaml")
 	if err := os.WriteFile(f.cacheFile, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -83,6 +102,12 @@ func exitCases(f exitFixtures) []exitCase {
 		{"input", []string{"fn", "render", f.file}, nil, 2, 1, "Error: " + f.file + " is a file: fn render takes a package directory"},
 		{"input", []string{"fn", "render", f.noKptfile}, nil, 2, 1, "Error: No Kptfile found at"},
 		{"input", []string{"fn", "render", f.badKptfile, "--allow-exec"}, nil, 2, 1, "can't be read"},
+		{"usage", []string{"fn", "render", f.ok, "-o", "unwrap"}, nil, 2, 1, "must run with `--allow-exec` option"},
+		{"input", []string{"fn", "render", f.badTag, "-o", "unwrap"}, nil, 2, 1, `tag "not a tag!" is neither a semver version`},
+		{"input", []string{"fn", "render", f.ok, "--allow-exec", "-o", f.existing}, nil, 2, 1, "already exists, please delete the directory and retry"},
+		{"input", []string{"fn", "render", f.badYAML, "--allow-exec"}, nil, 2, 1, "Error: bad.yaml: MalformedYAMLError"},
+		{"input", []string{"fn", "render", f.nonKRM, "--allow-exec", "-o", "unwrap"}, nil, 2, 1, "must contain only KRM resources: n.yaml: resource must have `apiVersion`"},
+		{"input", []string{"fn", "render", f.noTag, "-o", "unwrap"}, nil, 2, 1, `no tag matches constraint "~0.9" (the repository has 3 tags; nearest: v0.2.1, v0.2.3, v0.3.0)`},
 		{"function", []string{"fn", "render", f.failing, "--allow-exec", "-o", "unwrap"}, nil, 1, 1, "Exit code: 1"},
 		{"registry", []string{"fn", "render", f.registry, "-o", "unwrap"}, nil, 3, 1, "connection refused"},
 		{"environment", []string{"fn", "render", f.registry, "-o", "unwrap"}, cacheFile, 3, 1, f.cacheFile},
@@ -95,6 +120,10 @@ func exitCases(f exitFixtures) []exitCase {
 		{"usage", []string{"fn", "eval", f.ok, "--exec", "cat", "--", "a=b", "novalue"}, nil, 2, 1, "args must have keys and values separated by ="},
 		{"input", []string{"fn", "eval", f.missing, "--exec", "cat"}, nil, 2, 1, "no such file or directory"},
 		{"input", []string{"fn", "eval", f.file, "--exec", "cat"}, nil, 2, 1, "is a file: fn eval takes a package directory"},
+		{"input", []string{"fn", "eval", f.ok, "--exec", "cat", "-o", f.existing}, nil, 2, 1, "already exists"},
+		{"input", []string{"fn", "eval", f.badYAML, "--exec", "cat", "-o", "unwrap"}, nil, 2, 1, "MalformedYAMLError"},
+		{"input", []string{"fn", "eval", f.nonKRM, "--exec", "cat", "-o", "unwrap"}, nil, 2, 1, "must contain only KRM resources"},
+		{"input", []string{"fn", "eval", f.ok, "-i", f.tagRepo, "--tag", "~0.9", "-o", "unwrap"}, nil, 2, 1, "nearest: v0.2.1, v0.2.3, v0.3.0"},
 		{"function", []string{"fn", "eval", f.ok, "--exec", "false", "-o", "unwrap"}, nil, 1, 1, "Exit code: 1"},
 		{"registry", []string{"fn", "eval", f.ok, "-i", "127.0.0.1:1/fn/set-labels:v1", "-o", "unwrap"}, nil, 3, 1, "connection refused"},
 		{"environment", []string{"fn", "eval", f.ok, "-i", "127.0.0.1:1/fn/set-labels:v1", "-o", "unwrap"}, cacheFile, 3, 1, f.cacheFile},
@@ -109,6 +138,9 @@ func exitCases(f exitFixtures) []exitCase {
 		{"usage", []string{"generate", "--bogus"}, nil, 2, 1, "kptr generate: unknown flag: --bogus"},
 		{"usage", []string{"generate", f.ok}, map[string]string{"KPTR_SANDBOX": "sometimes"}, 2, -1, "KPTR_SANDBOX (--sandbox): want auto, namespace, landlock or none"},
 		{"input", []string{"generate", f.noKptfile}, nil, 2, -1, "kptr generate: no Kptfile in the application path"},
+		{"input", []string{"generate", f.badYAML}, exec, 2, -1, "bad.yaml: MalformedYAMLError"},
+		{"input", []string{"generate", f.noTag}, map[string]string{"KPTR_ALLOWED_IMAGES": f.tagRepo}, 2, -1, "nearest: v0.2.1, v0.2.3, v0.3.0"},
+		{"input", []string{"fn", "source", f.badYAML}, nil, 2, 1, "MalformedYAMLError"},
 		{"function", []string{"generate", f.failing}, exec, 1, -1, "kptr generate: render .: false: function failed"},
 		{"registry", []string{"generate", f.registry}, allowed, 3, -1, "connection refused"},
 
@@ -158,6 +190,29 @@ func exitCases(f exitFixtures) []exitCase {
 		{"unsupported", []string{"pkg", "get", "https://github.com/x/y"}, nil, 2, 1, `kptr: unknown command "pkg"`},
 		{"unsupported", []string{"live", "apply"}, nil, 2, 1, `kptr: unknown command "live"`},
 	}
+}
+
+// tagRegistry serves one image under three semver tags on a loopback
+// registry and returns its host.
+func tagRegistry(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	img, err := random.Image(64, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tag := range []string{"v0.2.1", "v0.2.3", "v0.3.0"} {
+		ref, err := name.NewTag(host + "/fn/x:" + tag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := remote.Write(ref, img); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return host
 }
 
 // Every command and error class exits with the README's code as kptr and

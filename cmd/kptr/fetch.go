@@ -170,10 +170,11 @@ func (g *globals) cacheFetchCmd() *cobra.Command {
 	var timeout time.Duration
 	var lockFD int
 	c := g.command(&cobra.Command{
-		Use:    "fetch [--timeout D] IMAGE",
-		Short:  "Pull one image as a bounded background job (what generate starts on a cold cache)",
-		Hidden: true,
-		Args:   cobra.ExactArgs(1),
+		Use:         "fetch [--timeout D] IMAGE",
+		Annotations: map[string]string{ownSignals: "true"},
+		Short:       "Pull one image as a bounded background job (what generate starts on a cold cache)",
+		Hidden:      true,
+		Args:        cobra.ExactArgs(1),
 	}, scopeCache|scopePull|scopeNames|scopeLog, func(ctx context.Context, _ *cobra.Command, args []string) error {
 		return g.runCacheFetch(ctx, args[0], timeout, lockFD)
 	})

@@ -199,6 +199,9 @@ func (g *globals) fnFailure(err error, dir string, env *lazyEnv) error {
 // for eval), nothing when the transcript already showed the failure.
 func (g *globals) printKptError(err error) {
 	var pe *pipeline.Error
+	if errors.As(err, &pe) && pe.Interrupted {
+		return // run says "interrupted"
+	}
 	if !errors.As(err, &pe) {
 		fmt.Fprintf(g.stderr, "Error: %v \n", err)
 	} else {
@@ -311,8 +314,11 @@ go to --results-dir as a FunctionResultList.
 
 Exit codes: 0 rendered; 1 a function or validator failed; 2 a usage or input
 error (no such directory, a file instead of a package, no Kptfile, an invalid
-Kptfile); 3 a function could not run because of the sandbox, a registry or
-the cache (kpt reports these as the function's exit code 125).`,
+Kptfile, a package file that does not parse, a resource that is not KRM, an
+exec function without --allow-exec, a tag no tag of the registry matches, an
+-o DIR that exists); 3 a function could not run because of the sandbox, a
+registry or the cache (kpt reports these as the function's exit code 125);
+130 / 143 interrupted (Ctrl-C, SIGTERM): nothing written into the package.`,
 		Example: `  # render the package in the current directory in place
   kptr fn render
 

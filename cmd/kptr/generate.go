@@ -41,8 +41,9 @@ import (
 func (g *globals) generateCmd() *cobra.Command {
 	var p policy
 	c := g.command(&cobra.Command{
-		Use:   "generate [DIR]",
-		Short: "Render the package at the current directory for Argo CD (config-management plugin)",
+		Use:         "generate [DIR]",
+		Annotations: map[string]string{ownSignals: "true"},
+		Short:       "Render the package at the current directory for Argo CD (config-management plugin)",
 		Long: `The generate command of kptr's Argo CD config-management plugin (plugin.yaml):
 render the package tree at DIR (default: the current directory, the
 Application's path) in memory, never writing the checkout, and print its
@@ -72,6 +73,10 @@ registry or the cache.`,
 
 // runGenerate is generate after its flags were parsed.
 func (g *globals) runGenerate(ctx context.Context, c *cobra.Command, p *policy, args []string) error {
+	// Argo CD's deadline kill (SIGTERM with SIGKILL) ends generate as it
+	// always did, not as a user's interruption
+	ctx, stop := withoutInterruption(ctx)
+	defer stop()
 	if len(args) > 1 {
 		return usageError("at most one directory, got %d", len(args))
 	}

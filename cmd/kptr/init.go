@@ -17,8 +17,9 @@ import (
 // serves its help, its usage errors and the other spellings.
 func (g *globals) initCmd() *cobra.Command {
 	c := g.command(&cobra.Command{
-		Use:   "init -- CMD [ARGS...]",
-		Short: "Run a command as a container's init: reap orphans, forward signals",
+		Use:         "init -- CMD [ARGS...]",
+		Annotations: map[string]string{ownSignals: "true"},
+		Short:       "Run a command as a container's init: reap orphans, forward signals",
 		Long: `Run CMD as the init process of a container: start it as a child, forward
 SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGWINCH to it, reap
 every process that ends beneath it (orphans included), and exit with CMD's

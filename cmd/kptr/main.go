@@ -16,6 +16,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/kptr-dev/kptr/pipeline"
 )
 
 // Exit codes (DESIGN.md, README): 0 ok, 1 function or validation failure,
@@ -81,12 +83,20 @@ func main() {
 // "kpt" name (a symlink), the command line, the help and the errors are
 // kpt's (kpt.go); otherwise kptr's (commands.go).
 func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible(context.Background())
 	defer stop()
 	g := newGlobals(stdin, stdout, stderr, os.Getenv)
 	defer g.cleanup()
 	g.kpt = invokedAsKpt(argv[0])
 	cmd, err := g.execute(ctx, argv[1:])
+	if sig := interruptedBy(ctx); sig != 0 && cmd.Annotations[ownSignals] == "" {
+		// Ctrl-C or a SIGTERM ended the command: its functions and
+		// downloads were ended through ctx and nothing was written; one
+		// line, and the shell's code for the signal (130, 143), as kpt
+		g.cleanup()
+		fmt.Fprintln(stderr, "interrupted")
+		return 128 + int(sig)
+	}
 	if err == nil {
 		return exitOK
 	}
@@ -97,6 +107,65 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %s\n", cmd.CommandPath(), err)
 	}
 	return exitCodeOf(err)
+}
+
+// ownSignals is the annotation of a command that answers SIGINT and
+// SIGTERM itself (generate: Argo CD's deadline kill; init: forwards them;
+// cache fetch: a detached download), so run leaves its exit alone.
+const ownSignals = "kptr.dev/own-signals"
+
+// interrupted is the cause of a context cancelled by a signal.
+type interrupted struct{ sig syscall.Signal }
+
+func (e *interrupted) Error() string { return "interrupted by " + e.sig.String() }
+
+// Unwrap makes the pipeline see the cancellation as the user's
+// interruption (pipeline.ErrInterrupted): it then writes nothing.
+func (e *interrupted) Unwrap() error { return pipeline.ErrInterrupted }
+
+// withoutInterruption returns a context cancelled when ctx is, but with the
+// plain context.Canceled as its cause: for a command that answers signals
+// itself (generate), a signal ends its work as it always did, not as an
+// interruption.
+func withoutInterruption(ctx context.Context) (context.Context, context.CancelFunc) {
+	plain, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, cancel)
+	return plain, func() { stop(); cancel() }
+}
+
+// interruptible returns a context that SIGINT or SIGTERM cancels, with the
+// signal as its cause (interruptedBy). Until stop, later signals are
+// ignored: the first one is already ending the command.
+func interruptible(parent context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigs:
+			if n, ok := s.(syscall.Signal); ok {
+				cancel(&interrupted{sig: n})
+			} else {
+				cancel(&interrupted{sig: syscall.SIGINT})
+			}
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel(nil)
+	}
+}
+
+// interruptedBy returns the signal that cancelled ctx, or 0.
+func interruptedBy(ctx context.Context) syscall.Signal {
+	var ie *interrupted
+	if errors.As(context.Cause(ctx), &ie) {
+		return ie.sig
+	}
+	return 0
 }
 
 // execute runs args through the command tree and returns the command that

@@ -41,7 +41,7 @@ func (g *globals) newRunner() (runtime.Runner, error) {
 // (notice, "" if none) instead of printing it, so that a caller opening the
 // runner ahead of a function's turn prints it at that turn.
 func (g *globals) openRunner() (_ runtime.Runner, notice string, _ error) {
-	opts := []runtime.Option{runtime.WithTimeout(g.fnTimeout), runtime.WithLogger(g.logger())}
+	opts := []runtime.Option{runtime.WithTimeout(g.fnTimeout), runtime.WithLogger(g.logger()), runtime.WithImageDir(g.cacheDir)}
 	switch g.sandbox {
 	case sandboxNone:
 		return runtime.Host{Timeout: g.fnTimeout}, "", nil

@@ -187,3 +187,63 @@ func TestDoctorPrivateTmpdirAsRoot(t *testing.T) {
 		})
 	}
 }
+
+// As root with the image cache below a directory other users cannot
+// traverse (root's default cache in a 0700 home), doctor used to report the
+// landlock tier usable while every function then failed with exit code 125
+// ("rootfs … is not reachable by other users"). Doctor now checks the cache
+// the runs use (--cache-dir, KPTR_CACHE_DIR) and says the fix, and a run in
+// the landlock tier refuses at once with the same fix (exit 3), before any
+// pull.
+func TestDoctorLandlockCacheAsRoot(t *testing.T) {
+	if !runtime.CanMapRange() {
+		t.Skip("needs root with the whole id range mapped: only then do functions run as other host uids than kptr's")
+	}
+	if r, _ := landlock.ProbeCached(runtime.DefaultStateDir(), false); runtime.Required(r) != nil {
+		t.Skip("the landlock tier cannot run here")
+	}
+	// t.TempDir's parent is private: a directory of its own in $TMPDIR
+	base, err := os.MkdirTemp("", "kptr-cache-reach-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for d := base; d != "/"; d = filepath.Dir(d) {
+		if fi, err := os.Stat(d); err != nil || fi.Mode().Perm()&0o001 == 0 {
+			t.Skipf("%s is not traversable by other users", d)
+		}
+	}
+	priv := filepath.Join(base, "home")
+	if err := os.Mkdir(priv, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	open := filepath.Join(base, "shared", "kptr") // not created yet: judged by its parents
+	for _, tc := range []struct {
+		cache, want string
+	}{
+		{filepath.Join(priv, ".cache", "kptr"), "[failed]    cache     the landlock tier cannot run images from the cache " + filepath.Join(priv, ".cache", "kptr") + ": " + priv + " is not traversable by other users"},
+		{open, "[ok]        cache     images run from " + open},
+	} {
+		t.Setenv("KPTR_CACHE_DIR", tc.cache)
+		var out, errb bytes.Buffer
+		run([]string{"kptr", "doctor"}, strings.NewReader(""), &out, &errb)
+		if !strings.Contains(out.String(), tc.want) {
+			t.Errorf("doctor with the cache in %s: want %q\n%s%s", tc.cache, tc.want, out.String(), errb.String())
+		}
+		if strings.Contains(tc.want, "[failed]") && !strings.Contains(out.String(), "fix: use a cache directory whose whole path every user may traverse (--cache-dir / KPTR_CACHE_DIR") {
+			t.Errorf("doctor does not say the fix:\n%s", out.String())
+		}
+	}
+	pkg := filepath.Join(base, "pkg")
+	writeTree(t, pkg, map[string]string{
+		"Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators:\n  - image: 127.0.0.1:1/fn/set-labels:v1\n",
+		"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n"})
+	t.Setenv("KPTR_CACHE_DIR", filepath.Join(priv, ".cache", "kptr"))
+	code, _, errs := runIn(t, "kptr", "fn", "render", pkg, "--sandbox", "landlock", "-o", "unwrap")
+	if code != exitEnv || !strings.Contains(errs, "is not traversable by other users") || !strings.Contains(errs, "--cache-dir / KPTR_CACHE_DIR") {
+		t.Errorf("render in the landlock tier: exit %d, want 3 naming the fix\n%s", code, errs)
+	}
+}

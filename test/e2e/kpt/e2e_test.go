@@ -70,6 +70,7 @@ var fixtureBinaries = map[string]string{
 	"fx-set-labels":      "set-labels",
 	"fx-set-annotations": "set-annotations",
 	"fx-generator":       "generator",
+	"fx-set-namespace":   "set-namespace",
 }
 
 // catalogCases need the real catalog images (their expectations come from
