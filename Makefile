@@ -135,26 +135,12 @@ bench-pipeline: ## in-process render of comment-free ConfigMap packages (1k/10k)
 
 # The demo works offline: function images are built from test/fixtures into an
 # OCI layout, imported into out/demo-cache (never the user's cache), and the
-# bundled package is rendered in a copy under out/demo.
-DEMO_CACHE := out/demo-cache
+# bundled package is rendered in a copy under out/demo. examples/demo.sh does
+# it (building bin/kptr first), printing each command as it runs it.
+DEMO_OUT ?= out
 DEMO_SANDBOX ?= auto
-demo: build ## render the bundled example offline with a separate demo cache
-	@set -euo pipefail; \
-	echo "== building the example function images from test/fixtures (no daemon, no network)"; \
-	$(GO) run ./examples/build-images -out out/demo-images; \
-	rm -rf $(DEMO_CACHE) out/demo out/demo-again; \
-	echo "== importing them into $(DEMO_CACHE)"; \
-	$(BIN) cache import --cache-dir $(DEMO_CACHE) out/demo-images; \
-	cp -r examples/demo out/demo; \
-	echo "== kptr fn render out/demo --offline  (Kptfile: examples/demo/Kptfile, subpackage examples/demo/db)"; \
-	$(BIN) fn render out/demo --cache-dir $(DEMO_CACHE) --offline --sandbox $(DEMO_SANDBOX); \
-	echo "== the rendered package (out/demo), Kptfiles aside:"; \
-	for f in $$(cd out/demo && find . -name '*.yaml' | sort); do echo "--- $$f"; cat out/demo/$$f; done; \
-	echo "== what changed:"; diff -ru examples/demo out/demo --exclude=Kptfile --exclude=README.md || true; \
-	cp -r out/demo out/demo-again; \
-	$(BIN) fn render out/demo-again --cache-dir $(DEMO_CACHE) --offline --sandbox $(DEMO_SANDBOX) >/dev/null 2>&1; \
-	if diff -r --exclude=Kptfile out/demo out/demo-again >/dev/null; then echo "== rendering out/demo again changes no resource (the generator is idempotent)"; \
-	else echo "== rendering out/demo again changed it:"; diff -ru --exclude=Kptfile out/demo out/demo-again; exit 1; fi
+demo: ## build kptr and render the bundled example offline with a separate demo cache; prints each command and the one to re-run the render
+	@GO='$(GO)' examples/demo.sh --build '$(LDFLAGS)' $(BIN) $(DEMO_OUT) $(DEMO_SANDBOX)
 
 # --- Argo CD plugin: image, argocd-cmp-server, end-to-end test -------------
 IMAGE_TAG ?= ghcr.io/kptr-dev/kptr:$(subst +,-,$(VERSION))
