@@ -6,7 +6,7 @@ LDFLAGS := -X main.version=$(VERSION)
 BIN := bin/kptr
 export CGO_ENABLED := 1
 
-.PHONY: help build build-seccomp install install-kpt-link uninstall test test-unit test-unpriv test-seccomp bench-runtime bench bench-cache bench-pipeline bench-render demo image argocd test-argocd bench-argocd clean
+.PHONY: help build build-seccomp install install-kpt-link uninstall test test-unit test-unpriv test-seccomp bench-runtime bench bench-cache bench-pipeline bench-render demo image push argocd test-argocd bench-argocd clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -143,8 +143,13 @@ demo: ## build kptr and render the bundled example offline with a separate demo 
 	@GO='$(GO)' examples/demo.sh --build '$(LDFLAGS)' $(BIN) $(DEMO_OUT) $(DEMO_SANDBOX)
 
 # --- Argo CD plugin: image, argocd-cmp-server, end-to-end test -------------
-IMAGE_TAG ?= ghcr.io/kptr-dev/kptr:$(subst +,-,$(VERSION))
+# The image is tagged with the version (git describe) and latest, the tag
+# deploy/ and deploy/helm/values.yaml name: pin a version there with the
+# kustomization's images: newTag (deploy/examples/install) or the values' image.
+IMAGE_REPO ?= ghcr.io/kptr-dev/kptr
+IMAGE_TAG ?= $(IMAGE_REPO):$(subst +,-,$(VERSION))
 IMAGE_OUT ?= out/image
+PUSH_REPO ?= $(IMAGE_REPO)
 STATIC_LDFLAGS := $(LDFLAGS) -s -w -linkmode external -extldflags -static
 
 image: ## build the sidecar image without a daemon: out/image/oci (OCI layout) + out/image/kptr.tar; PREWARM=<dir> bakes the images its Kptfiles name
@@ -154,7 +159,10 @@ ifneq ($(PREWARM),)
 	rm -rf out/prewarm
 	$(BIN) prewarm --cache-dir out/prewarm-cache --export out/prewarm $(PREWARM)
 endif
-	$(GO) run ./deploy/image --kptr bin/kptr-static --out $(IMAGE_OUT) --tag $(IMAGE_TAG) $(if $(PREWARM),--prewarm out/prewarm)
+	$(GO) run ./deploy/image --kptr bin/kptr-static --out $(IMAGE_OUT) --tag $(IMAGE_TAG) --tag $(IMAGE_REPO):latest $(if $(PREWARM),--prewarm out/prewarm)
+
+push: ## push the image make image wrote (out/image/oci) to PUSH_REPO (default ghcr.io/kptr-dev/kptr) under its tags, the version and latest, with the docker config's credentials; no daemon
+	$(GO) run ./deploy/image --out $(IMAGE_OUT) --push $(PUSH_REPO)
 
 # Argo CD's multi-call binary (argocd-repo-server and argocd-cmp-server), built
 # from its own Go module (test/argocd/cmpserver) with Argo CD's source as

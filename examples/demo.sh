@@ -8,7 +8,7 @@
 # once more. Every command it runs is printed first, as "$ COMMAND", shell-quoted
 # and exactly as run, so it can be copied and run again from the same directory.
 # A step that compiles (minutes on a cold Go cache, seconds after) says so, and
-# prints a line every 15 seconds while it runs and how long it took.
+# prints a line every 30 seconds while it runs and how long it took.
 set -euo pipefail
 ldflags=
 if [ "${1:-}" = --build ]; then ldflags=$2; build=1; shift 2; else build=; fi
@@ -23,9 +23,9 @@ show() { printf '$'; printf ' %q' "$@"; printf '\n'; }
 run() { show "$@"; "$@"; }
 
 # slow runs a command that may take minutes, printing it, then a line every
-# 15 seconds while it runs ("still WHAT"), then how long it took.
+# 30 seconds while it runs ("still WHAT"), then how long it took.
 slow() {
-  local what=$1 start=$SECONDS next=15 pid status=0
+  local what=$1 start=$SECONDS next=30 pid status=0
   shift
   show "$@"
   "$@" &
@@ -34,7 +34,7 @@ slow() {
     sleep 1
     if [ $((SECONDS - start)) -ge $next ]; then
       echo "   ... still $what ($((SECONDS - start)) s)"
-      next=$((next + 15))
+      next=$((next + 30))
     fi
   done
   wait "$pid" || status=$?
