@@ -20,6 +20,7 @@ func TestDemoPrintsCommandsThatRunAgain(t *testing.T) {
 	tmp := t.TempDir()
 	bin, out := filepath.Join(tmp, "bin", "kptr"), filepath.Join(tmp, "out")
 	cmd := exec.Command("make", "--no-print-directory", "-C", root, "demo", "BIN="+bin, "DEMO_OUT="+out)
+	cmd.Env = withoutMake(os.Environ())
 	b, err := cmd.CombinedOutput()
 	log := string(b)
 	if err != nil {
@@ -89,4 +90,16 @@ func snapshot(t *testing.T, dir string) map[string]string {
 		t.Fatal(err)
 	}
 	return files
+}
+
+// withoutMake drops the variables a make running `go test` passes down
+// (MAKEFLAGS, MFLAGS, MAKELEVEL): the make this test starts is its own.
+func withoutMake(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "MAKEFLAGS=") && !strings.HasPrefix(kv, "MFLAGS=") && !strings.HasPrefix(kv, "MAKELEVEL=") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }

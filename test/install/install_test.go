@@ -25,6 +25,7 @@ func makeTarget(t *testing.T, target, destdir, bin string) (string, error) {
 	}
 	cmd := exec.Command("make", "--no-print-directory", "-C", root, target,
 		"DESTDIR="+destdir, "PREFIX="+prefix, "BIN="+bin)
+	cmd.Env = withoutMake(os.Environ())
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
@@ -143,4 +144,16 @@ func TestInstallKptLinkKeepsAnotherKpt(t *testing.T) {
 	if got := files(t, dest); strings.Join(got, " ") != "opt/kptr-test/bin/kpt" {
 		t.Errorf("after uninstall: %v, want only the other kpt", got)
 	}
+}
+
+// withoutMake drops the variables a make running `go test` passes down
+// (MAKEFLAGS, MFLAGS, MAKELEVEL): the make this test starts is its own.
+func withoutMake(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "MAKEFLAGS=") && !strings.HasPrefix(kv, "MFLAGS=") && !strings.HasPrefix(kv, "MAKELEVEL=") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
