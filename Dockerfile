@@ -7,16 +7,17 @@
 
 FROM golang:1.26-bookworm AS build
 RUN apt-get update \
- && apt-get install -y --no-install-recommends libseccomp-dev ca-certificates \
+ && apt-get install -y --no-install-recommends ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 ARG VERSION=dev
-# Static cgo build (libcontainer's nsenter is C) with runc's seccomp support
-# linked from libseccomp.a; netgo/osusergo keep glibc's NSS out of it.
-RUN CGO_ENABLED=1 go build -tags seccomp,netgo,osusergo -trimpath \
+# Static cgo build (libcontainer's nsenter and runtime/nsinit are C); the
+# seccomp filter is kptr's own Go (runtime/seccomp), as in every build;
+# netgo/osusergo keep glibc's NSS out of it.
+RUN CGO_ENABLED=1 go build -tags netgo,osusergo -trimpath \
       -ldflags "-s -w -X main.version=${VERSION} -linkmode external -extldflags -static" \
       -o /out/kptr ./cmd/kptr \
  && /out/kptr version \

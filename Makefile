@@ -6,16 +6,13 @@ LDFLAGS := -X main.version=$(VERSION)
 BIN := bin/kptr
 export CGO_ENABLED := 1
 
-.PHONY: help build build-seccomp install install-kpt-link uninstall test test-unit test-unpriv test-seccomp bench-runtime bench bench-cache bench-pipeline bench-render demo image push argocd test-argocd bench-argocd clean
+.PHONY: help build install install-kpt-link uninstall test test-unit test-unpriv bench-runtime bench bench-cache bench-pipeline bench-render demo image push argocd test-argocd bench-argocd clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
 build: ## build bin/kptr
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/kptr
-
-build-seccomp: ## build bin/kptr with the seccomp profile (needs libseccomp-dev)
-	$(GO) build -tags seccomp -ldflags '$(LDFLAGS)' -o bin/kptr-seccomp ./cmd/kptr
 
 # Installed as a Go tool is: the binary in $(PREFIX)/bin and cobra's shell
 # completions where bash-completion, zsh and fish look for them. DESTDIR
@@ -58,14 +55,15 @@ test: build $(TESTSUM) ## run every test suite (what CI runs)
 	$(GO) vet ./...
 	$(MAKE) test-unit
 	$(MAKE) test-unpriv
-	$(MAKE) test-seccomp
 	$(MAKE) test-argocd
 
-test-unit: $(TESTSUM) ## all Go tests as the current user; the runtime suite again with the libcontainer launcher
+test-unit: $(TESTSUM) ## all Go tests as the current user; the sandbox suites again with the libcontainer launcher
 	@set -o pipefail; $(GO) test -json -count=1 -timeout 25m ./... | $(TESTSUM) -suite "unit tests as $$(id -un)"
-	@set -o pipefail; KPTR_LAUNCHER=libcontainer $(GO) test -json -count=1 ./runtime | $(TESTSUM) -suite "runtime suite, libcontainer launcher, as $$(id -un)"
+	@set -o pipefail; KPTR_LAUNCHER=libcontainer $(GO) test -json -count=1 ./runtime ./runtime/namespace | $(TESTSUM) -suite "runtime suites, libcontainer launcher, as $$(id -un)"
 
-# The sandbox suites (runtime/, runtime/nsinit and kptr's doctor/refusal tests) compiled once,
+# The sandbox suites (runtime/: every tier through the shared interface;
+# runtime/namespace, runtime/landlock, runtime/nsinit; kptr's doctor/refusal
+# tests) compiled once,
 # then run as the sidecar runs: uid 999, no capabilities, no_new_privs, its own
 # HOME and TMPDIR, fixture binaries prebuilt (uid 999 has no Go toolchain cache).
 UNPRIV_UID ?= 999
@@ -75,6 +73,8 @@ define run-unpriv
 	mkdir -p "$$d/bin" "$$d/home" "$$d/tmp"; \
 	for f in hostile cat escape-report; do CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o "$$d/bin/$$f" ./test/fixtures/$$f; done; \
 	$(GO) test -c $(1) -o "$$d/runtime.test" ./runtime; \
+	$(GO) test -c $(1) -o "$$d/namespace.test" ./runtime/namespace; \
+	$(GO) test -c $(1) -o "$$d/landlock.test" ./runtime/landlock; \
 	$(GO) test -c $(1) -o "$$d/kptr.test" ./cmd/kptr; \
 	$(GO) test -c $(1) -o "$$d/nsinit.test" ./runtime/nsinit; \
 	chmod -R a+rX "$$d"; \
@@ -83,10 +83,14 @@ define run-unpriv
 	  as="setpriv --reuid=$(UNPRIV_UID) --regid=$(UNPRIV_UID) --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs"; \
 	else as="setpriv --no-new-privs"; fi; \
 	cd "$$d"; e="env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=$$d/home TMPDIR=$$d/tmp KPTR_FIXTURE_BIN_DIR=$$d/bin"; \
-	who="as uid $$($$e $$as id -u), no caps, no_new_privs$(if $(1), with seccomp)"; \
-	echo "== runtime suite $$who"; \
-	$$e $$as ./runtime.test -test.v=test2json -test.count=1 -test.timeout=10m 2>&1 | $(GO) tool test2json -t -p runtime | $(TESTSUM) -suite "runtime suite $$who"; \
-	$$e KPTR_LAUNCHER=libcontainer $$as ./runtime.test -test.v=test2json -test.count=1 -test.timeout=10m 2>&1 | $(GO) tool test2json -t -p runtime | $(TESTSUM) -suite "runtime suite, libcontainer launcher, $$who"; \
+	who="as uid $$($$e $$as id -u), no caps, no_new_privs"; \
+	for p in runtime namespace landlock; do \
+	  echo "== $$p suite $$who"; \
+	  $$e $$as ./$$p.test -test.v=test2json -test.count=1 -test.timeout=10m 2>&1 | $(GO) tool test2json -t -p $$p | $(TESTSUM) -suite "$$p suite $$who"; \
+	done; \
+	for p in runtime namespace; do \
+	  $$e KPTR_LAUNCHER=libcontainer $$as ./$$p.test -test.v=test2json -test.count=1 -test.timeout=10m 2>&1 | $(GO) tool test2json -t -p $$p | $(TESTSUM) -suite "$$p suite, libcontainer launcher, $$who"; \
+	done; \
 	$$e $$as ./kptr.test -test.v=test2json -test.count=1 -test.run '$(SANDBOX_CMD_TESTS)' 2>&1 | $(GO) tool test2json -t -p cmd/kptr | $(TESTSUM) -suite "cmd/kptr sandbox tests $$who"; \
 	$$e $$as ./nsinit.test -test.v=test2json -test.count=1 -test.timeout=5m 2>&1 | $(GO) tool test2json -t -p runtime/nsinit | $(TESTSUM) -suite "runtime/nsinit suite $$who"
 endef
@@ -94,22 +98,17 @@ endef
 test-unpriv: $(TESTSUM) ## the sandbox suite again as uid 999 with no capabilities and no_new_privs
 	@$(call run-unpriv,)
 
-test-seccomp: $(TESTSUM) ## the sandbox suite built with the seccomp tag (libseccomp), as root and as uid 999
-	@set -o pipefail; $(GO) test -json -count=1 -tags seccomp ./runtime | $(TESTSUM) -suite "runtime with seccomp as $$(id -un)"
-	@set -o pipefail; KPTR_LAUNCHER=libcontainer $(GO) test -json -count=1 -tags seccomp ./runtime | $(TESTSUM) -suite "runtime with seccomp, libcontainer launcher, as $$(id -un)"
-	@$(call run-unpriv,-tags seccomp)
-
 bench-runtime: ## per-run cost of the sandbox (cold, pipelined, prepared) vs bare exec, bwrap, podman (root); as root and as uid 999 (figures → BENCHMARKS.md)
-	$(GO) test -run '^$$' -bench BenchmarkRun -benchtime 100x -count 1 ./runtime
+	$(GO) test -run '^$$' -bench BenchmarkRun -benchtime 100x -count 1 ./runtime/namespace ./runtime/landlock
 	@set -euo pipefail; d=$$(mktemp -d /tmp/kptr-bench.XXXXXX); trap 'rm -rf "$$d"' EXIT; \
 	mkdir -p "$$d/bin" "$$d/home" "$$d/tmp"; \
 	for f in hostile set-labels; do CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o "$$d/bin/$$f" ./test/fixtures/$$f; done; \
-	$(GO) test -c -o "$$d/runtime.test" ./runtime; chmod -R a+rX "$$d"; \
+	$(GO) test -c -o "$$d/namespace.test" ./runtime/namespace; $(GO) test -c -o "$$d/landlock.test" ./runtime/landlock; chmod -R a+rX "$$d"; \
 	if [ "$$(id -u)" = 0 ]; then chown $(UNPRIV_UID):$(UNPRIV_UID) "$$d/home" "$$d/tmp"; \
 	  echo "== as uid $(UNPRIV_UID), no capabilities, no_new_privs (the sidecar)"; \
 	  cd "$$d" && env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=$$d/home TMPDIR=$$d/tmp KPTR_FIXTURE_BIN_DIR=$$d/bin \
 	    setpriv --reuid=$(UNPRIV_UID) --regid=$(UNPRIV_UID) --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs \
-	    ./runtime.test -test.run '^$$' -test.bench 'BenchmarkRun(KRM)?/(bare|bwrap|kptr|kptr-libcontainer|kptr-readonly|kptr-pipelined|kptr-prepared|kptr-prepared-readonly|landlock)$$' -test.benchtime 100x; fi
+	    sh -c "./namespace.test -test.run '^$$' -test.bench 'BenchmarkRun(KRM)?/(bare|bwrap|kptr|kptr-libcontainer|kptr-readonly|kptr-pipelined|kptr-prepared|kptr-prepared-readonly)$$' -test.benchtime 100x && ./landlock.test -test.run '^$$' -test.bench 'BenchmarkRun/landlock$$' -test.benchtime 100x"; fi
 
 bench-cache: ## cache benchmarks: cold pull vs skopeo+umoci, cached resolve, peak RSS (figures → BENCHMARKS.md)
 	$(GO) test -run '^$$' -bench . -benchtime 2000x -count 1 ./cache
@@ -128,7 +127,7 @@ BENCH_RENDER_FLAGS ?=
 bench-render: build ## issue 13: realistic package at 50/500/5,000 resources vs kpt exec mode, bwrap, --sandbox none; start-up; memo (figures → BENCHMARKS.md)
 	$(GO) run ./test/bench/render -kptr $(BIN) $(BENCH_RENDER_FLAGS)
 	@echo "== cold sandbox start against bubblewrap's (runtime's BenchmarkRun: trivial function, median-ms)"
-	$(GO) test -run '^$$' -bench '^BenchmarkRun$$/^(bare|bwrap|kptr)$$' -benchtime 50x -count 1 ./runtime
+	$(GO) test -run '^$$' -bench '^BenchmarkRun$$/^(bare|bwrap|kptr)$$' -benchtime 50x -count 1 ./runtime/namespace
 
 bench-pipeline: ## in-process render of comment-free ConfigMap packages (1k/10k) through 3 fixture functions, for profiling the pipeline; not part of make bench
 	$(GO) test -run '^$$' -bench BenchmarkRender -benchtime 3x -count 1 -timeout 20m ./pipeline
@@ -153,7 +152,7 @@ PUSH_REPO ?= $(IMAGE_REPO)
 STATIC_LDFLAGS := $(LDFLAGS) -s -w -linkmode external -extldflags -static
 
 image: ## build the sidecar image without a daemon: out/image/oci (OCI layout) + out/image/kptr.tar; PREWARM=<dir> bakes the images its Kptfiles name
-	$(GO) build -tags seccomp,netgo,osusergo -trimpath -ldflags '$(STATIC_LDFLAGS)' -o bin/kptr-static ./cmd/kptr
+	$(GO) build -tags netgo,osusergo -trimpath -ldflags '$(STATIC_LDFLAGS)' -o bin/kptr-static ./cmd/kptr
 ifneq ($(PREWARM),)
 	$(MAKE) build
 	rm -rf out/prewarm

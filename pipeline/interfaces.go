@@ -12,7 +12,7 @@ type Resolver interface {
 	Resolve(ctx context.Context, ref string) (cache.Bundle, error)
 }
 
-// Runner runs a bundle (runtime.Sandbox does; runtime.Host runs without a sandbox).
+// Runner runs a bundle (every tier's runtime.Sandbox does; runtime.Host runs without a sandbox).
 type Runner = runtime.Runner
 
 // CachedResolver is optionally implemented by a Resolver that can resolve an

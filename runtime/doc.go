@@ -1,86 +1,59 @@
-// Package runtime runs a function bundle's entrypoint in a rootless sandbox,
-// streaming a ResourceList over stdin/stdout. The namespace tier's sandbox is
-// one libcontainer configuration (config.go), started by kptr's own C
-// container init (runtime/nsinit) or by runc's libcontainer where nsinit
-// cannot start a run (launch.go says which and why).
+// Package runtime is what every sandbox tier shares: the contract a tier
+// implements and the parts of a run that do not depend on how the function
+// is isolated. A reader learns from it alone what a tier must provide; the
+// tiers themselves are packages below it:
 //
-//	sb, err := runtime.New()             // probes the environment (or reuses the cached verdict, verdict.go); *ProbeError if a prerequisite is missing
+//   - runtime/namespace: the function in its own user, mount, pid,
+//     network, ipc and uts namespaces, the image as its root (the strong
+//     tier; kptr's C container init runtime/nsinit, or runc's libcontainer).
+//   - runtime/landlock: no namespaces; the function a child of kptr
+//     confined by Landlock, seccomp and rlimits (Kubernetes RuntimeDefault
+//     pods).
+//   - runtime/seccomp: the system-call policy and its BPF assembler, which
+//     the tiers load (not a tier).
+//   - runtime/tiers: the registry: importing it registers every tier.
+//
+// The contract (tier.go):
+//
+//	t, _ := runtime.Lookup("namespace")   // or runtime.Open(runtime.Auto) for the strongest that runs here
+//	results := t.Probe(runtime.DefaultStateDir(), false) // one ProbeResult per prerequisite; Required says if it runs
+//	sb, err := t.Open(runtime.WithTimeout(time.Minute)) // *ProbeError if a prerequisite is missing
+//	sb.Prepare(ctx, bundle, inv)          // optional: set the next run up ahead
 //	res, err := sb.Run(ctx, bundle, runtime.Invocation{Stdin: rl})
-//	// res.Stdout, res.Stderr, res.ExitCode; err: could not run, or killed by a limit
+//	// res.Stdout, res.Stderr, res.ExitCode; err: could not run, or killed by a limit (RunError)
+//	sb.Close()
 //
-// Guarantees of a Sandbox run:
-//   - The function never holds host root or any capability: its own user
-//     namespace (container root = the invoking uid when unprivileged; a
-//     dedicated unprivileged uid range when kptr is root), no_new_privs,
-//     empty capability sets, seccomp when built with the seccomp tag.
-//   - It sees the bundle's rootfs and nothing else of the host; that rootfs
-//     is never written (read-only binds or an overlay's lower layer; mount
-//     points are never created in it). /tmp and $HOME are fresh tmpfs
-//     mounts, private to the run. Where the kernel allows overlayfs in a
-//     user namespace (probed once per process and state directory; see
-//     WithOverlay), the image's top-level directories are a writable
-//     overlay whose upper layer lives in the run's state directory and is
-//     removed with the run; otherwise the image is read-only.
-//   - Own pid, ipc, uts, network (loopback only unless Invocation.Network)
-//     and, where available, cgroup namespaces; runc's masked and read-only
-//     /proc paths; /dev with null, zero, random and urandom only.
-//   - Only the image's Env plus Invocation.Env; never kptr's environment.
-//   - Every run ends: Run returns within the run's timeout plus a grace of
-//     a few seconds (killGrace, plus outputGrace for output still held
-//     open), whatever the function does. The timeout, the context and the
-//     output caps kill every process of the run (SIGKILL to its pid
-//     namespace's init, through a pidfd), stopped and traced ones
-//     included; threads that made kptr their tracer (PTRACE_TRACEME) are
-//     reaped with __WALL, so a traced zombie never keeps the run, or its
-//     pid namespace, alive. No wait is unbounded: what the kernel has not
+// A tier registers itself (Register) from its package's init with a
+// TierInfo: its name for --sandbox, kptr doctor's heading, its place in
+// --sandbox=auto's order, and what it cannot give. The tier test suite
+// (tiers_test.go) runs every registered tier through this interface, so a
+// new tier gets the whole isolation suite by registering. A tier's helper
+// processes (container init, probe child, launcher) start from kptr's own
+// binary: it registers them with RegisterChild, and programs call
+// HandleInit first thing in main.
+//
+// What every tier gets from here, and what each run keeps whatever the
+// tier:
+//   - Invocation and Result, and their limits: every run ends within its
+//     timeout (Invocation.Timeout, else the tier's, else DefaultTimeout)
+//     plus a grace of a few seconds (KillGrace, plus OutputGrace for output
+//     still held open), whatever the function does; stdout and stderr are
+//     each capped (DefaultMaxOutput); Limits bound memory, processes and
+//     scratch space where the tier can enforce them.
+//   - The reaper (reap.go): no wait is unbounded; what the kernel has not
 //     reaped within the grace is reported in the error and left to a
-//     background reaper (see reaper). Run never hangs on a function that
-//     does not read stdin, floods or writes garbage.
-//   - No state is left: a run removes its entries in the run-state
-//     directory (libcontainer's state, its private root, its overlay upper
-//     layer) when it ends, however it ends (success, failure, crash,
-//     timeout, output cap, failed start). A kptr killed mid-run cannot; its
-//     lock there (flock, released by the kernel when it dies) then lets
-//     the next New remove its entries at once, never those of a live kptr
-//     (see statedir.go).
-//   - The run-state directory is private to kptr's uid (0711, never a
-//     link, never another user's) and, as root, one the uids functions run
-//     as can reach: a private $TMPDIR or $XDG_RUNTIME_DIR is left private
-//     and another directory taken (stateDirFor); where none can be, both
-//     tiers' probes fail on it with the fix, before any run.
+//     background reaper; traced zombies are reaped with __WALL.
+//   - The run-state directory (statedir.go): private to kptr's uid (0711,
+//     never a link, never another user's); every entry named after the kptr
+//     process that owns it, whose lock (flock) lets the next kptr remove
+//     the entries of one that was killed; as root, one the uids functions
+//     run as can reach.
+//   - The probe verdict cache (verdict.go): a tier's probe results, reused
+//     while the kernel, the user, the process's confinement, the state
+//     directory and the kptr build stay the same.
+//   - Host: functions without a sandbox (kpt exec functions,
+//     --sandbox=none) with the same limits on time and output.
+//   - ProcessInit: kptr as a container's pid 1 (kptr init -- CMD).
 //
-// Prepare (the Preparer interface; the pipeline calls it for a render's
-// first functions while the package is read, then for the next function
-// while the current one runs) sets a run's sandbox up ahead, up to
-// the point where the container init waits to exec the function; a later
-// Run with the same bundle and an invocation of the same shape (env,
-// network, mounts, user) only releases it. A prepared sandbox is used by at
-// most one run, never by a run of another shape; the guarantees above hold
-// unchanged (the timeout starts when the function is released). Unused ones
-// are bounded (two), destroyed by Close or the end of Prepare's context, and
-// die with the process (parent-death signal). Once a prepared run has ended
-// normally, Run returns its result and its state (libcontainer's, the
-// cgroup, the overlay's upper layer) is removed in the background; its
-// processes are gone by then. A program calls Close before it exits: Close
-// returns once every unused prepared sandbox and every such state is gone,
-// and drops the Sandbox's hold on the run-state directory.
-//
-// Landlock (NewLandlock) is the second tier, for environments that refuse
-// the namespaces above (Kubernetes' RuntimeDefault seccomp profile, no user
-// namespaces): the function is a child of kptr confined by Landlock (read
-// and execute beneath the image's rootfs, read and write beneath a private
-// run directory, no TCP from ABI 4, signals and abstract sockets scoped from
-// ABI 6), a seccomp filter built here (no libseccomp), rlimits and a new
-// session, with every process of the run ended by a subreaper launcher. The
-// image is not its root, so absolute paths resolve against the host (and
-// are denied): its type's doc comment lists what it guarantees and what it
-// cannot. ProbeLandlock reports what the running kernel gives.
-//
-// Run is safe for concurrent use. Host runs functions without a sandbox
-// (kpt exec functions, --sandbox=none) with the same limits on time and
-// output. Programs that use this package must call HandleInit first thing in
-// main (and import libcontainer/nsenter) so the binary can act as the
-// container init and as the landlock tier's launcher and confiner, and
-// should call ReexecSealed once so libcontainer need not
-// copy the binary on every run.
+// Run is safe for concurrent use in every tier.
 package runtime

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	securejoin "github.com/cyphar/filepath-securejoin"
-
 	"github.com/kptr-dev/kptr/cache"
 )
 
@@ -53,9 +52,9 @@ func (h Host) run(ctx context.Context, b cache.Bundle, inv Invocation) (Result, 
 		if cmd.Err != nil {
 			return Result{}, cmd.Err
 		}
-		cmd.Env = mergeEnv(os.Environ(), inv.Env)
+		cmd.Env = MergeEnv(os.Environ(), inv.Env)
 	} else {
-		p, err := resolveProcess(b.Rootfs, b.Config, inv, false)
+		p, err := ResolveProcess(b.Rootfs, b.Config, inv, false)
 		if err != nil {
 			return Result{}, err
 		}
@@ -87,26 +86,26 @@ func (h Host) run(ctx context.Context, b cache.Bundle, inv Invocation) (Result, 
 	if maxOut <= 0 {
 		maxOut = DefaultMaxOutput
 	}
-	sio, err := newStdio(inv.Stdin, maxOut)
+	sio, err := NewStdio(inv.Stdin, maxOut)
 	if err != nil {
 		return Result{}, err
 	}
-	defer sio.close()
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = sio.childIn, sio.childOut, sio.childErr
-	if err := onStableThread(cmd.Start); err != nil {
-		sio.closeChild()
+	defer sio.Close()
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = sio.ChildIn, sio.ChildOut, sio.ChildErr
+	if err := OnStableThread(cmd.Start); err != nil {
+		sio.CloseChild()
 		return Result{}, fmt.Errorf("start: %w", err)
 	}
-	sio.closeChild()
-	sio.start()
+	sio.CloseChild()
+	sio.Start()
 	pgid := cmd.Process.Pid
-	r := newReaper(pgid, func() (*os.ProcessState, error) {
+	r := NewReaper(pgid, func() (*os.ProcessState, error) {
 		err := cmd.Wait()
 		// The function's own children would keep the pipes open: end them too.
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		return cmd.ProcessState, ignoreExit(err)
 	}, func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
-	return wait(ctx, timeout, sio, r)
+	return Wait(ctx, timeout, sio, r)
 }
 
 func ignoreExit(err error) error {
@@ -115,4 +114,25 @@ func ignoreExit(err error) error {
 		return nil
 	}
 	return err
+}
+
+// RunImage is Run for every sandbox tier: exec functions (no Rootfs) through
+// Host, images through run, timed, with failures wrapped in a RunError that
+// names the image.
+func RunImage(ctx context.Context, b cache.Bundle, inv Invocation, timeout time.Duration, maxOutput int64,
+	run func(context.Context, cache.Bundle, Invocation) (Result, error)) (Result, error) {
+	if b.Rootfs == "" {
+		return Host{Timeout: timeout, MaxOutput: maxOutput}.Run(ctx, b, inv)
+	}
+	start := time.Now()
+	res, err := run(ctx, b, inv)
+	res.Duration = time.Since(start)
+	if err != nil {
+		name := b.Ref
+		if name == "" {
+			name = b.Rootfs
+		}
+		return res, &RunError{Image: name, Err: err}
+	}
+	return res, nil
 }

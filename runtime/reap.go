@@ -9,12 +9,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// killGrace bounds how long a run may take to end once it has been killed
+// KillGrace bounds how long a run may take to end once it has been killed
 // (timeout, context, output cap): SIGKILL ends a process within
 // milliseconds unless it sleeps uninterruptibly in the kernel (a hung
 // FUSE or NFS mount). After it, Run returns and the reaper carries on in
 // the background.
-const killGrace = 2 * time.Second
+const KillGrace = 2 * time.Second
 
 // reaper owns the end of one run's process tree: it waits for the run's
 // first process (a child of kptr), reaps the threads of that process that
@@ -42,7 +42,7 @@ const killGrace = 2 * time.Second
 // The first process is identified by a pidfd and a /proc directory opened
 // while it was certainly kptr's unreaped child, so a recycled pid is never
 // signalled or scanned.
-type reaper struct {
+type Reaper struct {
 	pid  int
 	kill func()
 	done chan struct{} // closed once the first process is reaped
@@ -62,13 +62,13 @@ const (
 	reapPollMax = 200 * time.Millisecond
 )
 
-// newReaper starts reaping the process pid, which must be an unreaped child
+// NewReaper starts reaping the process pid, which must be an unreaped child
 // of kptr: waitFn reaps it (os.Process.Wait or libcontainer's Process.Wait)
 // and kill ends every process of the run. When kill is nil the first
 // process is killed through its pidfd (a sandbox init: its pid namespace
 // goes with it).
-func newReaper(pid int, waitFn func() (*os.ProcessState, error), kill func()) *reaper {
-	r := &reaper{pid: pid, done: make(chan struct{}), pidfd: -1, procfd: -1}
+func NewReaper(pid int, waitFn func() (*os.ProcessState, error), kill func()) *Reaper {
+	r := &Reaper{pid: pid, done: make(chan struct{}), pidfd: -1, procfd: -1}
 	if fd, err := unix.PidfdOpen(pid, 0); err == nil {
 		r.pidfd = fd
 	}
@@ -101,7 +101,7 @@ func newReaper(pid int, waitFn func() (*os.ProcessState, error), kill func()) *r
 }
 
 // signal sends sig to the first process (never to a recycled pid).
-func (r *reaper) signal(sig unix.Signal) {
+func (r *Reaper) signal(sig unix.Signal) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
@@ -114,7 +114,7 @@ func (r *reaper) signal(sig unix.Signal) {
 }
 
 // finished says whether the first process has been reaped.
-func (r *reaper) finished() bool {
+func (r *Reaper) finished() bool {
 	select {
 	case <-r.done:
 		return true
@@ -127,7 +127,7 @@ func (r *reaper) finished() bool {
 // one to be reaped (by then the kernel has ended the rest: its pid
 // namespace, or its process group, was killed). false: it was not, and is
 // left to the background.
-func (r *reaper) end(grace time.Duration) bool {
+func (r *Reaper) End(grace time.Duration) bool {
 	r.kill()
 	t := time.NewTimer(grace)
 	defer t.Stop()
@@ -141,7 +141,7 @@ func (r *reaper) end(grace time.Duration) bool {
 
 // afterEnd runs f once the first process is reaped: now if it already is,
 // else in the background.
-func (r *reaper) afterEnd(f func()) {
+func (r *Reaper) AfterEnd(f func()) {
 	r.mu.Lock()
 	if !r.finished() {
 		r.after = append(r.after, f)
@@ -154,7 +154,7 @@ func (r *reaper) afterEnd(f func()) {
 
 // reapTracedLoop reaps traced zombie threads until the first process is
 // reaped.
-func (r *reaper) reapTracedLoop() {
+func (r *Reaper) reapTracedLoop() {
 	d := reapPollMin
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -172,7 +172,7 @@ func (r *reaper) reapTracedLoop() {
 
 // reapTraced reaps the zombie threads of the first process that kptr
 // traces; others (untraced threads reap themselves) get ECHILD.
-func (r *reaper) reapTraced() {
+func (r *Reaper) reapTraced() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.procfd < 0 {

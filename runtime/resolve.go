@@ -15,14 +15,14 @@ import (
 )
 
 // defaultPath is what Docker puts in PATH when the image sets none.
-const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // nobody is the uid/gid kpt runs functions as (docker run --user nobody).
-const nobody = 65534
+const Nobody = 65534
 
 // process is what runs inside the sandbox, resolved from an image config the
 // way Docker resolves it.
-type process struct {
+type Process struct {
 	Args []string // Args[0] is an absolute path inside the rootfs
 	Env  []string
 	Cwd  string
@@ -31,9 +31,9 @@ type process struct {
 	Home string // $HOME as the function sees it
 }
 
-// mergeEnv returns base with extra applied; a later KEY wins and keeps the
+// MergeEnv returns base with extra applied; a later KEY wins and keeps the
 // position of the first occurrence. Entries without '=' are dropped.
-func mergeEnv(base, extra []string) []string {
+func MergeEnv(base, extra []string) []string {
 	out := make([]string, 0, len(base)+len(extra))
 	idx := map[string]int{}
 	for _, kv := range append(append([]string(nil), base...), extra...) {
@@ -60,20 +60,20 @@ func getenv(env []string, key string) (string, bool) {
 	return "", false
 }
 
-// resolveProcess applies Docker's rules for Entrypoint, Cmd, Env, WorkingDir
+// ResolveProcess applies Docker's rules for Entrypoint, Cmd, Env, WorkingDir
 // and User to an image config whose root filesystem is rootfs. Every lookup
 // inside rootfs resolves symlinks as if rootfs were the root, so a hostile
 // image cannot make kptr stat or read a host file. rangedIDs says whether
 // uids other than 0 are mapped (else everything runs as container root).
-func resolveProcess(rootfs string, cfg v1.Config, inv Invocation, rangedIDs bool) (process, error) {
-	var p process
+func ResolveProcess(rootfs string, cfg v1.Config, inv Invocation, rangedIDs bool) (Process, error) {
+	var p Process
 	args := append(append([]string(nil), cfg.Entrypoint...), cfg.Cmd...)
 	if len(args) == 0 || args[0] == "" {
 		return p, errors.New("image has neither Entrypoint nor Cmd")
 	}
-	p.Env = mergeEnv(cfg.Env, inv.Env)
+	p.Env = MergeEnv(cfg.Env, inv.Env)
 	if _, ok := getenv(p.Env, "PATH"); !ok {
-		p.Env = append([]string{"PATH=" + defaultPath}, p.Env...)
+		p.Env = append([]string{"PATH=" + DefaultPath}, p.Env...)
 	}
 	p.Cwd = cfg.WorkingDir
 	if p.Cwd == "" {
@@ -83,7 +83,7 @@ func resolveProcess(rootfs string, cfg v1.Config, inv Invocation, rangedIDs bool
 		return p, fmt.Errorf("WorkingDir %q is not absolute", cfg.WorkingDir)
 	}
 	p.Cwd = path.Clean(p.Cwd)
-	if fi, err := statIn(rootfs, p.Cwd); err != nil || !fi.IsDir() {
+	if fi, err := StatIn(rootfs, p.Cwd); err != nil || !fi.IsDir() {
 		return p, fmt.Errorf("WorkingDir %s is not a directory in the image", p.Cwd)
 	}
 
@@ -99,7 +99,7 @@ func resolveProcess(rootfs string, cfg v1.Config, inv Invocation, rangedIDs bool
 	case inv.AsCurrentUser:
 		spec = "0"
 	case spec == "":
-		spec = strconv.Itoa(nobody) // kpt runs functions as nobody
+		spec = strconv.Itoa(Nobody) // kpt runs functions as nobody
 	}
 	u, err := lookupUser(rootfs, spec)
 	if err != nil {
@@ -120,7 +120,7 @@ func resolveProcess(rootfs string, cfg v1.Config, inv Invocation, rangedIDs bool
 	return p, nil
 }
 
-func statIn(rootfs, p string) (fs.FileInfo, error) {
+func StatIn(rootfs, p string) (fs.FileInfo, error) {
 	full, err := securejoin.SecureJoin(rootfs, p)
 	if err != nil {
 		return nil, err
@@ -128,7 +128,7 @@ func statIn(rootfs, p string) (fs.FileInfo, error) {
 	return os.Stat(full)
 }
 
-func isExecutable(fi fs.FileInfo) bool {
+func IsExecutable(fi fs.FileInfo) bool {
 	return fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
 }
 
@@ -140,11 +140,11 @@ func lookPathIn(rootfs, name, cwd string, env []string) (string, error) {
 		if !path.IsAbs(p) {
 			p = path.Join(cwd, p)
 		}
-		fi, err := statIn(rootfs, p)
+		fi, err := StatIn(rootfs, p)
 		if err != nil {
 			return "", fmt.Errorf("entrypoint %s not found in the image", name)
 		}
-		if !isExecutable(fi) {
+		if !IsExecutable(fi) {
 			return "", fmt.Errorf("entrypoint %s is not an executable file", name)
 		}
 		return path.Clean(p), nil
@@ -155,7 +155,7 @@ func lookPathIn(rootfs, name, cwd string, env []string) (string, error) {
 			continue // relative PATH entries would depend on cwd; Docker skips them too
 		}
 		p := path.Join(dir, name)
-		if fi, err := statIn(rootfs, p); err == nil && isExecutable(fi) {
+		if fi, err := StatIn(rootfs, p); err == nil && IsExecutable(fi) {
 			return p, nil
 		}
 	}

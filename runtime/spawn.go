@@ -24,8 +24,8 @@ var (
 	spawnCh   = make(chan spawnReq)
 )
 
-// onStableThread runs fn (which forks) on a thread that outlives the child.
-func onStableThread(fn func() error) error {
+// OnStableThread runs fn (which forks) on a thread that outlives the child.
+func OnStableThread(fn func() error) error {
 	spawnOnce.Do(func() {
 		for range spawnThreads {
 			go func() {

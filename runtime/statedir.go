@@ -32,9 +32,9 @@ import (
 // says whether the owner lives where its pid cannot: pids are recycled and
 // differ between pid namespaces.
 
-// runToken makes this process's names unique in a directory that outlives
+// RunToken makes this process's names unique in a directory that outlives
 // processes.
-var runToken = func() string {
+var RunToken = func() string {
 	b := make([]byte, 4)
 	if _, err := rand.Read(b); err != nil {
 		return strconv.FormatInt(time.Now().UnixNano(), 36)
@@ -43,7 +43,7 @@ var runToken = func() string {
 }()
 
 // ownerName is the prefix of this process's entries.
-func ownerName() string { return fmt.Sprintf("kptr-%d-%s", os.Getpid(), runToken) }
+func OwnerName() string { return fmt.Sprintf("kptr-%d-%s", os.Getpid(), RunToken) }
 
 // ownerLocks holds this process's lock per state directory, open (and so
 // locked) while anything of the process may be there: from New until Close
@@ -58,11 +58,11 @@ type ownerLock struct {
 	refs int
 }
 
-// holdOwnerLock takes a reference on this process's lock in dir, creating
+// HoldOwnerLock takes a reference on this process's lock in dir, creating
 // and locking the lock file for the first one. The file appears under its
 // name already locked (locked under a temporary name, then renamed), so no
 // pruner ever sees it free.
-func holdOwnerLock(dir string) error {
+func HoldOwnerLock(dir string) error {
 	ownerLocks.Lock()
 	defer ownerLocks.Unlock()
 	if l := ownerLocks.held[dir]; l != nil {
@@ -74,7 +74,7 @@ func holdOwnerLock(dir string) error {
 		return err
 	}
 	defer root.Close()
-	name := ownerName() + ".lock"
+	name := OwnerName() + ".lock"
 	f, err := root.OpenFile(name+".new", os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("lock: %w", err)
@@ -93,9 +93,9 @@ func holdOwnerLock(dir string) error {
 	return nil
 }
 
-// releaseOwnerLock drops a reference taken by holdOwnerLock; the last one
+// ReleaseOwnerLock drops a reference taken by HoldOwnerLock; the last one
 // removes the lock file (nothing of this process is left in dir then).
-func releaseOwnerLock(dir string) {
+func ReleaseOwnerLock(dir string) {
 	ownerLocks.Lock()
 	defer ownerLocks.Unlock()
 	l := ownerLocks.held[dir]
@@ -106,7 +106,7 @@ func releaseOwnerLock(dir string) {
 		return
 	}
 	delete(ownerLocks.held, dir)
-	_ = os.Remove(filepath.Join(dir, ownerName()+".lock"))
+	_ = os.Remove(filepath.Join(dir, OwnerName()+".lock"))
 	l.f.Close()
 }
 
@@ -130,16 +130,16 @@ func entryOwner(name string) (owner string, pid int, ok bool) {
 	return "kptr-" + pidStr + "-" + token, pid, true
 }
 
-// pruneStale removes the entries of kptr processes that are gone: those
+// PruneStale removes the entries of kptr processes that are gone: those
 // whose owner's lock can be taken. Entries whose owner never had a lock
 // (written by a kptr before locks, or a probe's) go by the old rule: the
 // pid does not exist here and they have been untouched for an hour.
-func pruneStale(dir string) {
+func PruneStale(dir string) {
 	des, err := os.ReadDir(dir)
 	if err != nil {
 		return
 	}
-	mine := ownerName()
+	mine := OwnerName()
 	entries := map[string][]os.DirEntry{}
 	for _, de := range des {
 		if owner, _, ok := entryOwner(de.Name()); ok && owner != mine {
@@ -160,7 +160,7 @@ func pruneStale(dir string) {
 		}
 		for _, de := range des {
 			if de.Name() != owner+".lock" {
-				removeTree(filepath.Join(dir, de.Name()))
+				RemoveTree(filepath.Join(dir, de.Name()))
 			}
 		}
 		_ = os.Remove(filepath.Join(dir, owner+".lock")) // last: the entries are gone
@@ -179,14 +179,14 @@ func pruneUnlocked(dir string, des []os.DirEntry) {
 			continue
 		}
 		if err := unix.Kill(pid, 0); errors.Is(err, unix.ESRCH) {
-			removeTree(filepath.Join(dir, de.Name()))
+			RemoveTree(filepath.Join(dir, de.Name()))
 		}
 	}
 }
 
 // Where the run-state directory lives. Normally $XDG_RUNTIME_DIR/kptr, else
 // $TMPDIR/kptr-run-<uid>. As root, functions run as unprivileged host uids
-// (rootHostIDBase+), and those must traverse every directory above the state
+// (RootHostIDBase+), and those must traverse every directory above the state
 // directory: libcontainer's init mounts each run's overlay and root there as
 // the run's container root, and the landlock tier's functions open their run
 // directory there. Root's $TMPDIR and $XDG_RUNTIME_DIR are often private
@@ -197,13 +197,13 @@ func pruneUnlocked(dir string, des []os.DirEntry) {
 // /tmp/kptr-run-0 (on the file system $TMPDIR is usually on), else, if
 // another user took that name first, /run/kptr (which only root can
 // create). When none is usable it keeps the usual directory, and the probes
-// report the state directory as failed with the fix (stateDirResult).
-var rootStateDirs = []string{"/tmp/kptr-run-", "/run/kptr"}
+// report the state directory as failed with the fix (StateDirResult).
+var RootStateDirs = []string{"/tmp/kptr-run-", "/run/kptr"}
 
-// stateDirFor chooses the run-state directory for the given
+// StateDirFor chooses the run-state directory for the given
 // $XDG_RUNTIME_DIR and $TMPDIR; mapped says functions run as other uids
-// than kptr's (root, see canMapRange).
-func stateDirFor(xdg, tmp string, mapped bool) string {
+// than kptr's (root, see CanMapRange).
+func StateDirFor(xdg, tmp string, mapped bool) string {
 	uid := strconv.Itoa(os.Geteuid())
 	usual := filepath.Join(tmp, "kptr-run-"+uid)
 	var cands []string
@@ -214,7 +214,7 @@ func stateDirFor(xdg, tmp string, mapped bool) string {
 	if !mapped {
 		return cands[0]
 	}
-	for _, d := range rootStateDirs {
+	for _, d := range RootStateDirs {
 		if strings.HasSuffix(d, "-") {
 			d += uid
 		}
@@ -225,16 +225,16 @@ func stateDirFor(xdg, tmp string, mapped bool) string {
 		if unix.Lstat(d, &st) == nil && (st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != os.Geteuid()) {
 			continue // taken: ensurePrivateDir would refuse it
 		}
-		if parent := filepath.Dir(d); unix.Access(parent, unix.W_OK|unix.X_OK) == nil && worldTraversable(parent) {
+		if parent := filepath.Dir(d); unix.Access(parent, unix.W_OK|unix.X_OK) == nil && WorldTraversable(parent) {
 			return d
 		}
 	}
 	return usual
 }
 
-// untraversable is the first directory of dir's path (from dir up) that
+// Untraversable is the first directory of dir's path (from dir up) that
 // uids other than its owner and group cannot traverse, "" if there is none.
-func untraversable(dir string) string {
+func Untraversable(dir string) string {
 	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
 		fi, err := os.Stat(d)
 		if err != nil || fi.Mode().Perm()&0o001 == 0 {
@@ -246,39 +246,39 @@ func untraversable(dir string) string {
 	}
 }
 
-// stateDirResult is the "statedir" probe of either tier: dir can be
+// StateDirResult is the "statedir" probe of either tier: dir can be
 // created private to kptr's uid and, when functions run as other uids
 // (mapped), they can reach it.
-func stateDirResult(dir string, mapped bool) ProbeResult {
-	if err := ensurePrivateDir(dir); err != nil {
+func StateDirResult(dir string, mapped bool) ProbeResult {
+	if err := EnsurePrivateDir(dir); err != nil {
 		return ProbeResult{Name: "statedir", Status: StatusFailed, Detail: "run state directory unusable: " + err.Error(),
 			Fix: "a writable $TMPDIR (the sidecar's cmp-tmp emptyDir on /tmp) or $XDG_RUNTIME_DIR"}
 	}
-	if err := stateDirReachable(dir, mapped); err != nil {
+	if err := StateDirReachable(dir, mapped); err != nil {
 		return ProbeResult{Name: "statedir", Status: StatusFailed, Detail: err.Error(),
 			Fix: fmt.Sprintf("set TMPDIR (and unset XDG_RUNTIME_DIR) to a directory whose whole path every user may traverse (o+x; /tmp normally is); %s may stay private", filepath.Dir(dir))}
 	}
 	return ProbeResult{Name: "statedir", Status: StatusOK, Detail: "run state in " + dir}
 }
 
-// stateDirReachable says why the uids functions run as (mapped: kptr is
+// StateDirReachable says why the uids functions run as (mapped: kptr is
 // root) cannot reach dir, nil when they can.
-func stateDirReachable(dir string, mapped bool) error {
+func StateDirReachable(dir string, mapped bool) error {
 	if !mapped {
 		return nil
 	}
-	if d := untraversable(dir); d != "" {
-		return fmt.Errorf("run state directory %s is out of reach of the host uids functions run as (%d-%d): %s is not traversable by other users", dir, rootHostIDBase, rootHostIDBase+rootHostIDSize-1, d)
+	if d := Untraversable(dir); d != "" {
+		return fmt.Errorf("run state directory %s is out of reach of the host uids functions run as (%d-%d): %s is not traversable by other users", dir, RootHostIDBase, RootHostIDBase+RootHostIDSize-1, d)
 	}
 	return nil
 }
 
-// ensurePrivateDir creates dir (mode 0711: the sandbox's mapped uid must
+// EnsurePrivateDir creates dir (mode 0711: the sandbox's mapped uid must
 // traverse it, nobody may list it) and refuses a directory someone else owns
 // or a symlink, as a shared /tmp would allow. dir is opened without
 // following a link and checked and changed through that descriptor, so
 // nothing can be swapped in between.
-func ensurePrivateDir(dir string) error {
+func EnsurePrivateDir(dir string) error {
 	parent, name := filepath.Split(filepath.Clean(dir))
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return err
@@ -305,3 +305,14 @@ func ensurePrivateDir(dir string) error {
 	}
 	return unix.Fchmod(fd, 0o711)
 }
+
+// DefaultStateDir is where run state lives unless WithStateDir says
+// otherwise: $XDG_RUNTIME_DIR/kptr, else $TMPDIR/kptr-run-<uid>; as root,
+// when the uids functions run as cannot traverse those, /tmp/kptr-run-0 or
+// /run/kptr (see StateDirFor).
+func DefaultStateDir() string {
+	return StateDirFor(os.Getenv("XDG_RUNTIME_DIR"), os.TempDir(), CanMapRange())
+}
+
+// WorldTraversable: every directory from / to dir is searchable by others.
+func WorldTraversable(dir string) bool { return Untraversable(dir) == "" }

@@ -10,7 +10,7 @@ import (
 // and holds no more room past max than append's own last step (a quarter).
 func TestCapBufferWithinMax(t *testing.T) {
 	const max = 300 << 10
-	b := capBuffer{max: max}
+	b := capBuffer{Max: max}
 	var want bytes.Buffer
 	chunk := bytes.Repeat([]byte("0123456789abcdef"), 2048) // 32 KiB, io.Copy's size
 	grows := 0

@@ -1,4 +1,4 @@
-package runtime
+package runtime_test
 
 import (
 	"context"
@@ -11,27 +11,53 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kptr-dev/kptr/runtime"
 )
 
-// The promises both tiers keep, asserted against each with the hostile
-// fixture: the namespace tier (Sandbox) and the landlock tier. Promises
-// only one tier makes (its own pid, uts and ipc namespaces, a minimal /dev,
-// invocation mounts) stay in isolation_test.go; what the landlock tier
-// cannot promise is in the README's sandbox table.
+// The promises every tier keeps, asserted against each registered tier
+// (runtime.Tiers: importing runtime/tiers registers them all) through the
+// shared interface, with the hostile fixture. A new tier gets the whole
+// suite by registering; where a tier promises less, the exception below
+// names it, and the README's sandbox table says why. Promises only one tier
+// makes (its own pid, uts and ipc namespaces, a minimal /dev, invocation
+// mounts) are in that tier's package.
 
-// tier is one way of running a function.
+// tier is one registered tier, opened.
 type tier struct {
 	name string
-	r    Runner
+	r    runtime.Sandbox
 }
 
 func forEachTier(t *testing.T, f func(t *testing.T, tr tier)) {
-	t.Run("namespace", func(t *testing.T) { f(t, tier{"namespace", sandbox(t)}) })
-	t.Run("landlock", func(t *testing.T) { f(t, tier{"landlock", landlock(t)}) })
+	for _, rt := range runtime.Tiers() {
+		name := rt.Info().Name
+		t.Run(name, func(t *testing.T) { f(t, tier{name, open(t, rt)}) })
+	}
+}
+
+// degraded says whether the tier's probe named probe reported a weaker
+// promise here (the landlock tier's ll-scope before Landlock ABI 6).
+func degraded(tr tier, probe string) bool {
+	for _, r := range tr.r.Probes() {
+		if r.Name == probe {
+			return r.Status != runtime.StatusOK
+		}
+	}
+	return false
+}
+
+// writableImage says whether the tier gives functions a writable overlay
+// of their image (the namespace tier, where the kernel allows it) as an
+// unprivileged kptr: writes to the image's own paths then land in the
+// run's upper layer.
+func writableImage(tr tier) bool {
+	o, ok := tr.r.(interface{ Overlay() bool })
+	return ok && o.Overlay() && os.Geteuid() != 0
 }
 
 // runTier runs the hostile fixture with args on tr and returns its facts.
-func runTier(t *testing.T, tr tier, inv Invocation, args ...string) (Result, map[string]string) {
+func runTier(t *testing.T, tr tier, inv runtime.Invocation, args ...string) (runtime.Result, map[string]string) {
 	t.Helper()
 	res, err := tr.r.Run(context.Background(), bundle(t, args...), inv)
 	if err != nil || res.ExitCode != 0 {
@@ -54,7 +80,7 @@ func TestTiersHostFilesUnreadable(t *testing.T) {
 	}
 	paths = append(paths, fmt.Sprintf("/proc/%d/environ", os.Getpid()), "/etc/shadow", fmt.Sprintf("/proc/%d/cmdline", os.Getppid()))
 	forEachTier(t, func(t *testing.T, tr tier) {
-		for _, inv := range []Invocation{{}, {AsCurrentUser: true}} {
+		for _, inv := range []runtime.Invocation{{}, {AsCurrentUser: true}} {
 			_, f := runTier(t, tr, inv, append([]string{"read"}, paths...)...)
 			for _, p := range paths {
 				if strings.HasPrefix(f[p], "readable") {
@@ -77,9 +103,9 @@ func TestTiersNoWritesOutsideTheRun(t *testing.T) {
 	forEachTier(t, func(t *testing.T, tr tier) {
 		targets := []string{"/etc/passwd", "/newfile", "/usr/local/bin/function",
 			filepath.Join(root, "etc/passwd"), filepath.Join(root, "newfile"), filepath.Join(outside, "x")}
-		res, f := runTier(t, tr, Invocation{}, append([]string{"write"}, targets...)...)
+		res, f := runTier(t, tr, runtime.Invocation{}, append([]string{"write"}, targets...)...)
 		for _, p := range targets {
-			if f[p] == "written" && !(tr.name == "namespace" && sandbox(t).Overlay() && os.Geteuid() != 0 && p == "/etc/passwd") {
+			if f[p] == "written" && !(writableImage(tr) && p == "/etc/passwd") {
 				t.Errorf("%s written (%s)", p, res.Stdout)
 			}
 		}
@@ -89,13 +115,13 @@ func TestTiersNoWritesOutsideTheRun(t *testing.T) {
 		// Metadata too: mode and times of the image, by its host path
 		// (the landlock tier) or its own path (the namespace tier).
 		chmods := []string{"/usr/local/bin/function", filepath.Join(root, "usr/local/bin/function"), filepath.Join(root, "etc")}
-		_, f = runTier(t, tr, Invocation{AsCurrentUser: true}, append([]string{"chmod"}, chmods...)...)
+		_, f = runTier(t, tr, runtime.Invocation{AsCurrentUser: true}, append([]string{"chmod"}, chmods...)...)
 		for _, p := range chmods {
-			if f[p] == "<nil>" && !(p == chmods[0] && tr.name == "namespace" && sandbox(t).Overlay() && os.Geteuid() != 0) {
+			if f[p] == "<nil>" && !(p == chmods[0] && writableImage(tr)) {
 				t.Errorf("chmod %s: %q", p, f[p])
 			}
 		}
-		_, f = runTier(t, tr, Invocation{}, "token", "mine")
+		_, f = runTier(t, tr, runtime.Invocation{}, "token", "mine")
 		for k, v := range f {
 			if strings.HasSuffix(k, "/token") && v != "mine <nil>" {
 				t.Errorf("scratch space %s: %q", k, v)
@@ -123,11 +149,11 @@ func TestTiersNoTCP(t *testing.T) {
 		}
 	}()
 	forEachTier(t, func(t *testing.T, tr tier) {
-		_, f := runTier(t, tr, Invocation{}, "connect", l.Addr().String())
+		_, f := runTier(t, tr, runtime.Invocation{}, "connect", l.Addr().String())
 		if f["connect"] == "ok" {
 			t.Errorf("host listener reached: %q", f["connect"])
 		}
-		_, f = runTier(t, tr, Invocation{Network: true}, "connect", l.Addr().String())
+		_, f = runTier(t, tr, runtime.Invocation{Network: true}, "connect", l.Addr().String())
 		if f["connect"] != "ok" {
 			t.Errorf("with Network the host listener must be reachable: %q", f["connect"])
 		}
@@ -138,33 +164,35 @@ func TestTiersNoTCP(t *testing.T) {
 func TestTiersNoPtraceSignalsNamespaces(t *testing.T) {
 	forEachTier(t, func(t *testing.T, tr tier) {
 		pid := strconv.Itoa(os.Getpid())
-		_, f := runTier(t, tr, Invocation{}, "ptrace", pid)
+		_, f := runTier(t, tr, runtime.Invocation{}, "ptrace", pid)
 		if f["ptrace"] == "<nil>" {
 			t.Errorf("ptrace of kptr (pid %s) succeeded", pid)
 		}
-		_, f = runTier(t, tr, Invocation{}, "signal", pid)
-		if f["signal"] == "<nil>" && !(tr.name == "landlock" && landlockABI() < abiScope) {
+		_, f = runTier(t, tr, runtime.Invocation{}, "signal", pid)
+		if f["signal"] == "<nil>" && !degraded(tr, "ll-scope") {
 			t.Errorf("signal to kptr (pid %s) delivered", pid)
 		}
-		_, f = runTier(t, tr, Invocation{}, "unshare")
-		if (tr.name == "landlock" || seccompBuilt) && !strings.Contains(f["unshare"], "operation not permitted") {
+		_, f = runTier(t, tr, runtime.Invocation{}, "unshare")
+		if !strings.Contains(f["unshare"], "operation not permitted") {
 			t.Errorf("a new user namespace: %q", f["unshare"])
 		}
 	})
 }
 
-// No privilege: no capabilities, no_new_privs, a seccomp filter (the
-// namespace tier: when built with the seccomp tag), never host root.
+// No privilege: no capabilities, no_new_privs, a seccomp filter (every
+// tier, every build), never host root.
 func TestTiersNoPrivilege(t *testing.T) {
 	forEachTier(t, func(t *testing.T, tr tier) {
-		_, f := runTier(t, tr, Invocation{AsCurrentUser: true}, "id")
+		_, f := runTier(t, tr, runtime.Invocation{AsCurrentUser: true}, "id")
 		if f["CapEff"] != "0000000000000000" || f["CapPrm"] != "0000000000000000" || f["nnp"] != "1" {
 			t.Errorf("privileges: %v", f)
 		}
-		if tr.name == "landlock" && f["seccomp"] != "2" {
+		if f["seccomp"] != "2" {
 			t.Errorf("no seccomp filter: %v", f)
 		}
-		if tr.name == "landlock" && f["uid"] == "0" {
+		// (the namespace tier's uid 0 is its own user namespace's root, a
+		// host uid that is never root: TestUserNamespaceNeverHostRoot)
+		if tr.name != "namespace" && f["uid"] == "0" {
 			t.Errorf("function runs as host root: %v", f)
 		}
 	})
@@ -175,7 +203,7 @@ func TestTiersNoPrivilege(t *testing.T) {
 func TestTiersEnvironment(t *testing.T) {
 	t.Setenv("KPTR_TEST_SECRET", "hunter2")
 	forEachTier(t, func(t *testing.T, tr tier) {
-		res, _ := runTier(t, tr, Invocation{Env: []string{"INV_VAR=x", "IMAGE_VAR=overridden"}}, "env")
+		res, _ := runTier(t, tr, runtime.Invocation{Env: []string{"INV_VAR=x", "IMAGE_VAR=overridden"}}, "env")
 		for _, l := range strings.Split(strings.TrimSpace(string(res.Stdout)), "\n") {
 			k, v, _ := strings.Cut(l, "=")
 			switch {
@@ -194,8 +222,8 @@ func TestTiersEveryProcessEnds(t *testing.T) {
 	forEachTier(t, func(t *testing.T, tr tier) {
 		marker := fmt.Sprintf("kptr-tier-%s-%d-%d", tr.name, os.Getpid(), time.Now().UnixNano())
 		start := time.Now()
-		res, err := tr.r.Run(context.Background(), bundle(t, "forksleep", marker), Invocation{Timeout: time.Second})
-		if !errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), "example.test/hostile:v1") {
+		res, err := tr.r.Run(context.Background(), bundle(t, "forksleep", marker), runtime.Invocation{Timeout: time.Second})
+		if !errors.Is(err, runtime.ErrTimeout) || !strings.Contains(err.Error(), "example.test/hostile:v1") {
 			t.Fatalf("want a timeout naming the image, got %v (exit %d)", err, res.ExitCode)
 		}
 		if d := time.Since(start); d > 10*time.Second {
@@ -207,7 +235,7 @@ func TestTiersEveryProcessEnds(t *testing.T) {
 		if left := processesWith(marker); len(left) > 0 {
 			t.Fatalf("processes left after the timeout: %v", left)
 		}
-		res, err = tr.r.Run(context.Background(), bundle(t, "bgexit", marker), Invocation{})
+		res, err = tr.r.Run(context.Background(), bundle(t, "bgexit", marker), runtime.Invocation{})
 		if err != nil || res.ExitCode != 0 || !strings.Contains(string(res.Stdout), "child: ") {
 			t.Fatalf("bgexit: %v exit %d %q %q", err, res.ExitCode, res.Stdout, res.Stderr)
 		}
@@ -221,30 +249,30 @@ func TestTiersEveryProcessEnds(t *testing.T) {
 // cancellation: the same results in both tiers.
 func TestTiersLimitsAndResults(t *testing.T) {
 	forEachTier(t, func(t *testing.T, tr tier) {
-		res, err := tr.r.Run(context.Background(), bundle(t, "flood", strconv.Itoa(64<<20)), Invocation{MaxOutput: 1 << 20})
-		if !errors.Is(err, ErrOutputLimit) || !strings.Contains(err.Error(), "stdout") || len(res.Stdout) != 1<<20 {
+		res, err := tr.r.Run(context.Background(), bundle(t, "flood", strconv.Itoa(64<<20)), runtime.Invocation{MaxOutput: 1 << 20})
+		if !errors.Is(err, runtime.ErrOutputLimit) || !strings.Contains(err.Error(), "stdout") || len(res.Stdout) != 1<<20 {
 			t.Fatalf("flood: %v, %d bytes kept", err, len(res.Stdout))
 		}
 		big := strings.NewReader(strings.Repeat("x", 32<<20))
-		res, err = tr.r.Run(context.Background(), bundle(t, "noread"), Invocation{Stdin: big, Timeout: 20 * time.Second})
+		res, err = tr.r.Run(context.Background(), bundle(t, "noread"), runtime.Invocation{Stdin: big, Timeout: 20 * time.Second})
 		if err != nil || res.ExitCode != 0 {
 			t.Fatalf("noread: %v exit %d", err, res.ExitCode)
 		}
-		res, err = tr.r.Run(context.Background(), bundle(t, "exit", "3"), Invocation{})
+		res, err = tr.r.Run(context.Background(), bundle(t, "exit", "3"), runtime.Invocation{})
 		if err != nil || res.ExitCode != 3 || !strings.Contains(string(res.Stderr), "failing on purpose") {
 			t.Fatalf("exit 3: %v exit %d %q", err, res.ExitCode, res.Stderr)
 		}
-		res, err = tr.r.Run(context.Background(), bundle(t, "garbage"), Invocation{})
+		res, err = tr.r.Run(context.Background(), bundle(t, "garbage"), runtime.Invocation{})
 		if err != nil || len(res.Stdout) != 4096 || len(res.Stderr) != 4096 {
 			t.Fatalf("garbage: %v %d/%d", err, len(res.Stdout), len(res.Stderr))
 		}
-		res, err = tr.r.Run(context.Background(), bundle(t, "cat"), Invocation{Stdin: strings.NewReader("kind: ResourceList\n")})
+		res, err = tr.r.Run(context.Background(), bundle(t, "cat"), runtime.Invocation{Stdin: strings.NewReader("kind: ResourceList\n")})
 		if err != nil || string(res.Stdout) != "kind: ResourceList\n" {
 			t.Fatalf("cat: %v %q", err, res.Stdout)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		go func() { time.Sleep(300 * time.Millisecond); cancel() }()
-		if _, err = tr.r.Run(ctx, bundle(t, "sleep-ignore", "x"), Invocation{Stdin: blockingReader{}}); !errors.Is(err, context.Canceled) {
+		if _, err = tr.r.Run(ctx, bundle(t, "sleep-ignore", "x"), runtime.Invocation{Stdin: blockingReader{}}); !errors.Is(err, context.Canceled) {
 			t.Fatalf("cancel: %v", err)
 		}
 	})

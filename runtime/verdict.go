@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,18 +15,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// A probe's verdict is cached in the run-state directory (defaultStateDir:
+// A probe's verdict is cached in the run-state directory (DefaultStateDir:
 // $XDG_RUNTIME_DIR/kptr or $TMPDIR/kptr-run-<uid>, private to the user, see
-// ensurePrivateDir), one file per tier, so that a kptr process does not
+// EnsurePrivateDir), one file per tier, so that a kptr process does not
 // start probe children in throw-away namespaces every time (about a third
 // of a trivial `kptr fn eval`). A verdict is used only while its key still
-// describes the process: verdictKeyNow reads, cheaply (no child, no
+// describes the process: VerdictKeyNow reads, cheaply (no child, no
 // namespace), everything a probe's outcome depends on that can change
 // without the verdict file going away with it:
 //
 //   - the kernel (release, version string, boot id) and the sysctls that
 //     gate user namespaces;
-//   - the kptr build (Go build ID: probe code and the seccomp tag) and the
+//   - the kptr build (Go build ID: probe code and policy) and the
 //     verdict format;
 //   - the process's identity and confinement: euid, egid, uid and gid maps,
 //     capabilities, no_new_privs, seccomp mode and filter count, the LSM
@@ -36,7 +35,7 @@ import (
 //   - the state directory (path, device and inode: the overlay probe's
 //     outcome depends on its file system) and, as root, the first directory
 //     above it that the uids functions run as cannot traverse (a chmod of
-//     $TMPDIR changes whether runs can start; see stateDirFor).
+//     $TMPDIR changes whether runs can start; see StateDirFor).
 //
 // What a key cannot see (a seccomp profile replaced by one with as many
 // filters, a kernel module unloaded) is caught when a run fails to start:
@@ -47,24 +46,18 @@ import (
 // symlink, below the user's own state directory, and no larger than
 // maxVerdictSize; anything else (corrupt, foreign, another key) is ignored
 // and the environment probed afresh, which then replaces it. Only verdicts
-// that let the tier run are kept (keepVerdict). Writes go to a
+// that let the tier run are kept (KeepVerdict). Writes go to a
 // temporary name and are renamed into place, so concurrent kptr processes
 // read either the old verdict or the new one.
 
 // verdictFormat changes whenever what a verdict file holds, or what the
 // probes decide, changes in a way a build ID would not show.
-const verdictFormat = 1
+const verdictFormat = 2
 
-const maxVerdictSize = 256 << 10
+const MaxVerdictSize = 256 << 10
 
-// Tiers whose verdicts are cached.
-const (
-	verdictNamespace = "namespace"
-	verdictLandlock  = "landlock"
-)
-
-// verdictKey is what a verdict depends on; see the comment above.
-type verdictKey struct {
+// VerdictKey is what a verdict depends on; see the comment above.
+type VerdictKey struct {
 	Format   int
 	Tier     string
 	Kernel   string
@@ -79,23 +72,23 @@ type verdictKey struct {
 	// the uids functions run as cannot traverse ("" when they can).
 	StateGate string `json:",omitempty"`
 	Context   string
-	Seccomp   bool
-	Landlocks int // landlock ABI (the landlock tier's probes report it)
+	// Extra is what else the tier's probes depend on (the landlock
+	// tier: the kernel's Landlock ABI).
+	Extra string `json:",omitempty"`
 }
 
-// verdict is one cached probe outcome.
-type verdict struct {
-	Key      verdictKey
-	Results  []ProbeResult
-	Features Features // the namespace tier's; HardLimits are read afresh
-	// OverlayErr is the overlay step's error ("" when it worked): New's
-	// overlayCheck for the default state directory answers from it.
-	OverlayErr string `json:",omitempty"`
+// Verdict is one cached probe outcome.
+type Verdict struct {
+	Key     VerdictKey
+	Results []ProbeResult
+	// Tier is what else the tier keeps with its verdict (the namespace
+	// tier: the features it adapts to).
+	Tier json.RawMessage `json:",omitempty"`
 }
 
 func verdictName(tier string) string { return "probe-verdict-" + tier + ".json" }
 
-// contextFiles are read into verdictKey.Context: the process's
+// contextFiles are read into VerdictKey.Context: the process's
 // confinement and the sysctls that gate user namespaces.
 var contextFiles = []string{
 	"/proc/self/uid_map", "/proc/self/gid_map", "/proc/self/attr/current", "/proc/self/cgroup",
@@ -107,21 +100,21 @@ var contextFiles = []string{
 // process's confinement.
 var statusFields = []string{"CapEff:", "CapBnd:", "NoNewPrivs:", "Seccomp:", "Seccomp_filters:"}
 
-// verdictKeyNow reads the key of the current process for tier and the state
+// VerdictKeyNow reads the key of the current process for tier and the state
 // directory dir. ok is false when something the key needs cannot be read
 // (then nothing is cached).
-func verdictKeyNow(tier, dir string) (verdictKey, bool) {
+func VerdictKeyNow(tier, dir, extra string) (VerdictKey, bool) {
 	var uts unix.Utsname
 	if unix.Uname(&uts) != nil {
-		return verdictKey{}, false
+		return VerdictKey{}, false
 	}
-	build := goBuildID()
+	build := GoBuildID()
 	if build == "" {
-		return verdictKey{}, false
+		return VerdictKey{}, false
 	}
 	var st unix.Stat_t
 	if unix.Lstat(dir, &st) != nil {
-		return verdictKey{}, false
+		return VerdictKey{}, false
 	}
 	boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	var ctx strings.Builder
@@ -145,7 +138,7 @@ func verdictKeyNow(tier, dir string) (verdictKey, bool) {
 		l, _ := os.Readlink("/proc/self/ns/" + ns)
 		ctx.WriteString(l + "\n")
 	}
-	k := verdictKey{
+	k := VerdictKey{
 		Format:   verdictFormat,
 		Tier:     tier,
 		Kernel:   unix.ByteSliceToString(uts.Release[:]) + " " + unix.ByteSliceToString(uts.Version[:]),
@@ -157,28 +150,25 @@ func verdictKeyNow(tier, dir string) (verdictKey, bool) {
 		StateDev: uint64(st.Dev),
 		StateIno: st.Ino,
 		Context:  ctx.String(),
-		Seccomp:  seccompBuilt,
+		Extra:    extra,
 	}
-	if canMapRange() {
-		k.StateGate = untraversable(dir)
-	}
-	if tier == verdictLandlock {
-		k.Landlocks, _ = landlockVersion()
+	if CanMapRange() {
+		k.StateGate = Untraversable(dir)
 	}
 	return k, true
 }
 
-// BuildID is the Go build ID of the running kptr binary (see goBuildID):
+// BuildID is the Go build ID of the running kptr binary (see GoBuildID):
 // what identifies a build for anything kptr caches across runs (probe
 // verdicts here, cmd/kptr's whole-application memo key); "" when unknown.
-func BuildID() string { return goBuildID() }
+func BuildID() string { return GoBuildID() }
 
-// goBuildID is the Go build ID of the running binary (it changes with any
+// GoBuildID is the Go build ID of the running binary (it changes with any
 // change of its code or build tags), read from its ELF note
 // (.note.go.buildid: namesz 4, descsz, type 4, "Go\0\0", the ID), which the
 // Go linker places in the first pages of /proc/self/exe; "" when it cannot
 // be found (nothing is cached then).
-var goBuildID = sync.OnceValue(func() string {
+var GoBuildID = sync.OnceValue(func() string {
 	f, err := os.Open("/proc/self/exe")
 	if err != nil {
 		return ""
@@ -199,41 +189,41 @@ var goBuildID = sync.OnceValue(func() string {
 	return string(desc[:size])
 })
 
-// loadVerdict returns the cached verdict for key, or false when there is
+// LoadVerdict returns the cached verdict for key, or false when there is
 // none that may be trusted and matches key.
-func loadVerdict(key verdictKey) (verdict, bool) {
+func LoadVerdict(key VerdictKey) (Verdict, bool) {
 	root, err := os.OpenRoot(key.StateDir)
 	if err != nil {
-		return verdict{}, false
+		return Verdict{}, false
 	}
 	defer root.Close()
 	f, err := root.OpenFile(verdictName(key.Tier), os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 	if err != nil {
-		return verdict{}, false
+		return Verdict{}, false
 	}
 	defer f.Close()
 	var st unix.Stat_t
 	if unix.Fstat(int(f.Fd()), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG ||
-		int(st.Uid) != os.Geteuid() || st.Mode&0o077 != 0 || st.Size > maxVerdictSize {
-		return verdict{}, false
+		int(st.Uid) != os.Geteuid() || st.Mode&0o077 != 0 || st.Size > MaxVerdictSize {
+		return Verdict{}, false
 	}
-	b, err := io.ReadAll(io.LimitReader(f, maxVerdictSize+1))
-	if err != nil || len(b) > maxVerdictSize {
-		return verdict{}, false
+	b, err := io.ReadAll(io.LimitReader(f, MaxVerdictSize+1))
+	if err != nil || len(b) > MaxVerdictSize {
+		return Verdict{}, false
 	}
-	var v verdict
+	var v Verdict
 	if json.Unmarshal(b, &v) != nil || !reflect.DeepEqual(v.Key, key) || len(v.Results) == 0 || Required(v.Results) != nil {
-		return verdict{}, false
+		return Verdict{}, false
 	}
 	return v, true
 }
 
-// keepVerdict caches v when its tier can run, and otherwise removes what is
+// KeepVerdict caches v when its tier can run, and otherwise removes what is
 // cached: a failed probe is never reused, since its cause may have been
 // passing (namespaces or processes exhausted by concurrent runs), and
 // probing again where the tier cannot run fails fast (--sandbox=auto then
 // takes the landlock tier).
-func keepVerdict(v verdict) {
+func KeepVerdict(v Verdict) {
 	if Required(v.Results) != nil {
 		dropVerdict(v.Key.Tier, v.Key.StateDir)
 		return
@@ -243,8 +233,7 @@ func keepVerdict(v verdict) {
 
 // storeVerdict replaces the cached verdict for v.Key (best effort: a verdict
 // that cannot be written only costs the next process a probe).
-func storeVerdict(v verdict) error {
-	v.Features.HardLimits = nil
+func storeVerdict(v Verdict) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -254,9 +243,9 @@ func storeVerdict(v verdict) error {
 		return err
 	}
 	defer root.Close()
-	// Named as this process's entry: pruneStale removes it if kptr dies
+	// Named as this process's entry: PruneStale removes it if kptr dies
 	// before the rename.
-	tmp := ownerName() + "." + v.Key.Tier + ".verdict"
+	tmp := OwnerName() + "." + v.Key.Tier + ".verdict"
 	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return err
@@ -283,76 +272,5 @@ func dropVerdict(tier, dir string) {
 	}
 }
 
-// The probes behind the cache; tests count or replace them.
-var (
-	probeNamespace = Probe
-	probeLandlock  = ProbeLandlock
-)
-
-// ProbeCached is Probe with its verdict cached per kernel, user,
-// confinement and state directory (see the comment at the top of
-// verdict.go): cached reports whether the verdict came from the cache
-// (no probe child was started). fresh forces a probe whose verdict then
-// replaces the cached one.
-func ProbeCached(fresh bool) (results []ProbeResult, f Features, cached bool) {
-	dir := defaultStateDir()
-	if ensurePrivateDir(dir) != nil {
-		results, f = probeNamespace()
-		return results, f, false
-	}
-	key, ok := verdictKeyNow(verdictNamespace, dir)
-	if ok && !fresh {
-		if v, hit := loadVerdict(key); hit {
-			f = v.Features
-			f.HardLimits = hardLimits()
-			var ovErr error
-			if v.OverlayErr != "" {
-				ovErr = errors.New(v.OverlayErr)
-			}
-			overlayVerified.LoadOrStore(dir, ovErr)
-			return v.Results, f, true
-		}
-	}
-	results, f = probeNamespace()
-	if ok {
-		v := verdict{Key: key, Results: results, Features: f}
-		if e, known := overlayVerified.Load(dir); known {
-			if err, _ := e.(error); err != nil {
-				v.OverlayErr = err.Error()
-			}
-		} else if !f.Overlay {
-			v.OverlayErr = "not probed"
-		}
-		keepVerdict(v)
-	}
-	return results, f, false
-}
-
-// ProbeLandlockCached is ProbeLandlock with its verdict cached as
-// ProbeCached caches the namespace tier's, for the state directory dir.
-func ProbeLandlockCached(dir string, fresh bool) (results []ProbeResult, cached bool) {
-	if ensurePrivateDir(dir) != nil {
-		return probeLandlock(dir), false // which reports the directory's failure
-	}
-	key, ok := verdictKeyNow(verdictLandlock, dir)
-	if ok && !fresh {
-		if v, hit := loadVerdict(key); hit {
-			return v.Results, true
-		}
-	}
-	results = probeLandlock(dir)
-	if ok {
-		keepVerdict(verdict{Key: key, Results: results})
-	}
-	return results, false
-}
-
-// sameVerdict says whether two probe outcomes would make runs behave the
-// same.
-func sameVerdict(a, b []ProbeResult, fa, fb Features) bool {
-	fa.HardLimits, fb.HardLimits = nil, nil
-	return reflect.DeepEqual(a, b) && reflect.DeepEqual(fa, fb)
-}
-
 // verdictPath is the file a tier's verdict for dir is cached in.
-func verdictPath(tier, dir string) string { return filepath.Join(dir, verdictName(tier)) }
+func VerdictPath(tier, dir string) string { return filepath.Join(dir, verdictName(tier)) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -15,7 +16,7 @@ func (g *globals) doctorCmd() *cobra.Command {
 	return g.command(&cobra.Command{
 		Use:   "doctor",
 		Short: "Check what each function sandbox tier needs here, which one runs, and how to fix what is missing",
-		Long: `Probe both sandbox tiers in the current environment: the namespace tier (user
+		Long: `Probe every sandbox tier in the current environment: the namespace tier (user
 namespaces, mounting /proc, a network namespace, overlayfs, cgroups, seccomp,
 hostname, pivot_root) and the landlock tier (Landlock ABI, seccomp, no_new_privs).
 Print one line per probe, with the pod securityContext or node setting that
@@ -33,7 +34,7 @@ cannot: kptr then refuses to run function images unless --sandbox=none is set.`,
 	}, 0, g.runDoctor)
 }
 
-// runDoctor probes both sandbox tiers in the current environment, prints
+// runDoctor probes every registered sandbox tier in the current environment, prints
 // one line per probe with the pod securityContext or node setting that fixes
 // each failed or degraded one, and says which tier --sandbox (KPTR_SANDBOX)
 // picks here and why not the stronger one. Exit 3 when the chosen mode
@@ -41,17 +42,21 @@ cannot: kptr then refuses to run function images unless --sandbox=none is set.`,
 func (g *globals) runDoctor(context.Context, *cobra.Command, []string) error {
 	w := g.stdout
 	// Always probed afresh; the verdicts replace the ones other kptr
-	// processes reuse (runtime.ProbeCached), so doctor also refreshes them.
-	nsResults, feat, _ := runtime.ProbeCached(true)
-	fmt.Fprintln(w, "namespace tier (own user, mount, pid, network, ipc and uts namespaces; the image is the function's root):")
-	printProbes(w, nsResults)
-	llResults, _ := runtime.ProbeLandlockCached(runtime.DefaultStateDir(), true)
-	fmt.Fprintln(w, "\nlandlock tier (no namespaces: a child of kptr confined by Landlock, seccomp and rlimits):")
-	printProbes(w, llResults)
-
-	nsErr, llErr := runtime.Required(nsResults), runtime.Required(llResults)
-	who := fmt.Sprintf("uid %d", feat.UID)
-	if feat.Root {
+	// processes reuse (runtime's verdict cache), so doctor also refreshes
+	// them.
+	tiers := runtime.Tiers()
+	results := make([][]runtime.ProbeResult, len(tiers))
+	for i, t := range tiers {
+		info := t.Info()
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "%s tier (%s):\n", info.Name, info.Summary)
+		results[i] = t.Probe(runtime.DefaultStateDir(), true)
+		printProbes(w, results[i])
+	}
+	who := fmt.Sprintf("uid %d", os.Geteuid())
+	if runtime.CanMapRange() {
 		who = "root (functions still never hold host root)"
 	}
 	mode := g.sandbox
@@ -59,31 +64,43 @@ func (g *globals) runDoctor(context.Context, *cobra.Command, []string) error {
 		mode = sandboxAuto
 	}
 	fmt.Fprintln(w)
-	switch {
-	case mode == sandboxNone:
+	if mode == sandboxNone {
 		fmt.Fprintln(w, "sandbox: none (--sandbox=none, KPTR_SANDBOX=none): functions run without a sandbox, by the operator's choice")
 		return nil
-	case nsErr == nil && mode != sandboxLandlock:
-		fmt.Fprintf(w, "sandbox: usable as %s%s\n", who, degraded(nsResults))
-		fmt.Fprintln(w, "tier: namespace")
-		fmt.Fprintln(w, "launcher: "+runtime.LauncherSummary(g.cacheDir))
-		return nil
-	case llErr == nil && mode != sandboxNamespace:
-		fmt.Fprintf(w, "sandbox: usable as %s in the landlock tier%s\n", who, degraded(llResults))
-		if mode == sandboxLandlock {
-			fmt.Fprintln(w, "tier: landlock (chosen by --sandbox=landlock)")
-		} else {
-			fmt.Fprintf(w, "tier: landlock, because the namespace tier is unavailable: %v\n", nsErr)
-		}
-		fmt.Fprintln(w, "note: in the landlock tier the image is not the function's root: absolute paths resolve against the host and are denied, so a function that reads its own image's files by absolute path fails")
-		return nil
 	}
+	// The tier mode picks: the named one, or auto's first that can run.
 	var why []string
-	if mode != sandboxLandlock {
-		why = append(why, fmt.Sprintf("namespace tier: %v", nsErr))
-	}
-	if mode != sandboxNamespace {
-		why = append(why, fmt.Sprintf("landlock tier: %v", llErr))
+	for i, t := range tiers {
+		info := t.Info()
+		if mode != info.Name && (mode != sandboxAuto || info.Auto == 0) {
+			continue
+		}
+		err := runtime.Required(results[i])
+		if err != nil {
+			why = append(why, fmt.Sprintf("%s tier: %v", info.Name, err))
+			continue
+		}
+		where := ""
+		if i > 0 {
+			where = " in the " + info.Name + " tier"
+		}
+		fmt.Fprintf(w, "sandbox: usable as %s%s%s\n", who, where, degraded(results[i]))
+		switch {
+		case len(why) > 0:
+			// auto passed over stronger tiers (why[0] is the first's refusal)
+			_, first, _ := strings.Cut(why[0], ": ")
+			fmt.Fprintf(w, "tier: %s, because the %s tier is unavailable: %s\n", info.Name, tiers[0].Info().Name, first)
+		case mode == info.Name && i > 0:
+			fmt.Fprintf(w, "tier: %s (chosen by --sandbox=%s)\n", info.Name, info.Name)
+		default:
+			fmt.Fprintf(w, "tier: %s\n", info.Name)
+		}
+		if r, ok := t.(runtime.Reporter); ok {
+			for _, l := range r.Report(g.cacheDir) {
+				fmt.Fprintln(w, l)
+			}
+		}
+		return nil
 	}
 	fmt.Fprintf(w, "sandbox: UNAVAILABLE (%s)\n", strings.Join(why, "; "))
 	fmt.Fprintln(w, "kptr refuses to run function images here unless --sandbox=none (KPTR_SANDBOX=none) is set.")

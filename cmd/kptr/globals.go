@@ -16,6 +16,8 @@ import (
 
 	"github.com/kptr-dev/kptr/cache"
 	"github.com/kptr-dev/kptr/pipeline"
+
+	"github.com/kptr-dev/kptr/runtime"
 )
 
 // globals are the settings commands share, and the process's streams. Each
@@ -266,13 +268,8 @@ func (g *globals) checkSettings(fs *pflag.FlagSet) error {
 			return usageError("%s: want a registry HOST[:PORT] (e.g. registry.local:5000), got %s", from("insecure-registry", "KPTR_INSECURE_REGISTRIES"), shown)
 		}
 	}
-	switch g.sandbox {
-	case sandboxAuto, sandboxNamespace, sandboxLandlock, sandboxNone, "":
-	default:
-		if !on("sandbox") {
-			break
-		}
-		return usageError("%s: want %s, got %q", from("sandbox", "KPTR_SANDBOX"), sandboxModes, g.sandbox)
+	if _, tier := runtime.Lookup(g.sandbox); !tier && g.sandbox != sandboxAuto && g.sandbox != sandboxNone && g.sandbox != "" && on("sandbox") {
+		return usageError("%s: want %s, got %q", from("sandbox", "KPTR_SANDBOX"), sandboxModes(), g.sandbox)
 	}
 	switch g.memo {
 	case memoOn, memoOff, "":

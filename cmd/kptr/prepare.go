@@ -91,6 +91,5 @@ var (
 	_ pipeline.CachedResolver = (*causeResolver)(nil)
 	_ runtime.Preparer        = (*lazyEnv)(nil)
 	_ runtime.Preparer        = (*causeRunner)(nil)
-	_ runtime.Preparer        = (*runtime.Sandbox)(nil)
 	_ runtime.Preparer        = (*lazySandbox)(nil)
 )

@@ -3,69 +3,66 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/kptr-dev/kptr/runtime"
 )
 
-// Sandbox tiers (--sandbox, KPTR_SANDBOX).
+// Sandbox modes (--sandbox, KPTR_SANDBOX): auto, none, or a registered
+// tier's name (runtime.Tiers: namespace, landlock).
 const (
-	sandboxAuto      = "auto"      // the namespace tier, else the landlock tier, else refuse
-	sandboxNamespace = "namespace" // the namespace tier or refuse
-	sandboxLandlock  = "landlock"  // the landlock tier or refuse
-	sandboxNone      = "none"      // no sandbox (the operator's explicit choice)
+	sandboxAuto = runtime.Auto // the strongest tier whose probes pass, else refuse
+	sandboxNone = "none"       // no sandbox (the operator's explicit choice)
 )
 
-const sandboxModes = "auto, namespace, landlock or none"
+// sandboxModes lists the modes --sandbox takes: auto, every registered
+// tier, none.
+func sandboxModes() string {
+	modes := []string{sandboxAuto}
+	for _, t := range runtime.Tiers() {
+		modes = append(modes, t.Info().Name)
+	}
+	return strings.Join(modes, ", ") + " or " + sandboxNone
+}
 
 // newRunner returns the function runner the global flags describe: under
-// --sandbox=auto (the default) the namespace tier where its probes pass,
-// else the landlock tier (saying so once on stderr), else a refusal with
-// exit code 3 naming both tiers' failed probes and their fixes. kptr never
-// falls back to running images unsandboxed on its own; --sandbox=none is the
-// operator's explicit choice.
+// --sandbox=auto (the default) the strongest tier whose probes pass (the
+// namespace tier, else the landlock tier, saying so once on stderr), else a
+// refusal with exit code 3 naming every tier's failed probe and its fix.
+// kptr never falls back to running images unsandboxed on its own;
+// --sandbox=none is the operator's explicit choice.
 func (g *globals) newRunner() (runtime.Runner, error) {
 	r, notice, err := g.openRunner()
 	fmt.Fprint(g.stderr, notice)
 	return r, err
 }
 
-// openRunner is newRunner that returns the landlock fallback's line for
-// stderr (notice, "" if none) instead of printing it, so that a caller
-// opening the runner ahead of a function's turn prints it at that turn.
+// openRunner is newRunner that returns auto's fallback line for stderr
+// (notice, "" if none) instead of printing it, so that a caller opening the
+// runner ahead of a function's turn prints it at that turn.
 func (g *globals) openRunner() (_ runtime.Runner, notice string, _ error) {
 	opts := []runtime.Option{runtime.WithTimeout(g.fnTimeout), runtime.WithLogger(g.logger())}
 	switch g.sandbox {
 	case sandboxNone:
 		return runtime.Host{Timeout: g.fnTimeout}, "", nil
-	case sandboxLandlock:
-		ll, err := runtime.NewLandlock(opts...)
-		if err != nil {
-			return nil, "", refusal(err, "")
-		}
-		return ll, "", nil
-	case sandboxAuto, "", sandboxNamespace:
+	case sandboxAuto, "":
 	default:
-		return nil, "", usageError("--sandbox: want %s, got %q", sandboxModes, g.sandbox)
+		if _, ok := runtime.Lookup(g.sandbox); !ok {
+			return nil, "", usageError("--sandbox: want %s, got %q", sandboxModes(), g.sandbox)
+		}
 	}
 	if g.getenv("KPTR_OVERLAY") == "0" {
 		// The read-only view of the image even where an overlay works
 		// (upper layers then never take space in the run-state directory).
 		opts = append(opts, runtime.WithOverlay(false))
 	}
-	sb, err := runtime.New(opts...)
-	if err == nil {
-		// closed when the command ends: prepared sandboxes and the run-state lock go
-		g.onExit(sb.Close)
-		return sb, "", nil
-	}
-	if g.sandbox == sandboxNamespace {
+	sb, notice, err := runtime.Open(g.sandbox, opts...)
+	if err != nil {
 		return nil, "", refusal(err, "")
 	}
-	ll, lerr := runtime.NewLandlock(opts...)
-	if lerr != nil {
-		return nil, "", refusal(err, "; the landlock tier cannot run either: "+lerr.Error())
-	}
-	return ll, fmt.Sprintf("kptr: namespace sandbox unavailable (%v); running functions in the landlock tier (no namespaces: functions cannot read their own image's files by absolute path; 'kptr doctor' says what each tier gives)\n", err), nil
+	// closed when the command ends: prepared sandboxes and the run-state lock go
+	g.onExit(sb.Close)
+	return sb, notice, nil
 }
 
 // refusal is the exit-3 error for a sandbox that cannot run, with the fix

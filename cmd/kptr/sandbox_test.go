@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/kptr-dev/kptr/runtime"
+	"github.com/kptr-dev/kptr/runtime/landlock"
+	"github.com/kptr-dev/kptr/runtime/namespace"
 )
 
 // kptr doctor lists every probe and passes where the sandbox works (here).
@@ -37,10 +39,10 @@ func TestNewRunnerModes(t *testing.T) {
 	g.sandbox = "auto"
 	if r, err := g.newRunner(); err != nil {
 		t.Fatal(err)
-	} else if _, ok := r.(*runtime.Sandbox); !ok {
+	} else if _, ok := r.(*namespace.Sandbox); !ok {
 		t.Fatalf("--sandbox=auto gave %T", r)
 	}
-	for mode, want := range map[string]string{"namespace": "*runtime.Sandbox", "landlock": "*runtime.Landlock"} {
+	for mode, want := range map[string]string{"namespace": "*namespace.Sandbox", "landlock": "*landlock.Sandbox"} {
 		g.sandbox = mode
 		if r, err := g.newRunner(); err != nil {
 			t.Fatalf("--sandbox=%s: %v", mode, err)
@@ -54,7 +56,7 @@ func TestNewRunnerModes(t *testing.T) {
 	}
 	// KPTR_OVERLAY=0 keeps runs on the read-only view; unset, they get the
 	// overlay exactly where the probe says it works.
-	_, feat := runtime.Probe()
+	_, feat := namespace.Probe()
 	for _, env := range []string{"", "0"} {
 		g := newGlobals(nil, &bytes.Buffer{}, &bytes.Buffer{}, func(k string) string {
 			if k == "KPTR_OVERLAY" {
@@ -67,7 +69,7 @@ func TestNewRunnerModes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := r.(*runtime.Sandbox).Overlay(), feat.Overlay && env == ""; got != want {
+		if got, want := r.(*namespace.Sandbox).Overlay(), feat.Overlay && env == ""; got != want {
 			t.Errorf("KPTR_OVERLAY=%q: overlay %v, want %v", env, got, want)
 		}
 	}
@@ -90,7 +92,7 @@ func TestRefusesWithoutUserNamespaces(t *testing.T) {
 		}
 		g.sandbox = "auto"
 		r, err := g.newRunner()
-		if _, ok := r.(*runtime.Landlock); err != nil || !ok {
+		if _, ok := r.(*landlock.Sandbox); err != nil || !ok {
 			t.Fatalf("auto without user namespaces: %T %v", r, err)
 		}
 		if !strings.Contains(stderr.String(), "landlock tier") || strings.Count(stderr.String(), "\n") != 1 {
@@ -156,7 +158,7 @@ func TestMayStartManySandboxes(t *testing.T) {
 // functions run as cannot traverse. Doctor now names a state directory they
 // can reach, outside the private one, which stays private.
 func TestDoctorPrivateTmpdirAsRoot(t *testing.T) {
-	if _, feat := runtime.Probe(); !feat.Root {
+	if _, feat := namespace.Probe(); !feat.Root {
 		t.Skip("needs root with the whole id range mapped: only then do functions run as other host uids than kptr's")
 	}
 	for _, env := range []string{"TMPDIR", "XDG_RUNTIME_DIR"} {

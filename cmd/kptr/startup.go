@@ -8,6 +8,9 @@ import (
 	_ "github.com/opencontainers/runc/libcontainer/nsenter"
 
 	"github.com/kptr-dev/kptr/runtime"
+	"github.com/kptr-dev/kptr/runtime/namespace"
+	// Every sandbox tier, registered with runtime (runtime.Tiers).
+	_ "github.com/kptr-dev/kptr/runtime/tiers"
 )
 
 // startup runs before anything else in main. Started as libcontainer's
@@ -16,7 +19,7 @@ import (
 // that job and exits here.
 // Otherwise, for commands that may start several sandboxes, kptr makes sure
 // libcontainer never copies the whole binary on a function start (see
-// runtime.ReexecSealed): as root it seals it through a read-only overlayfs
+// namespace.ReexecSealed): as root it seals it through a read-only overlayfs
 // instead; unprivileged, kptr re-executes itself once from a sealed
 // in-memory copy.
 func startup() {
@@ -25,7 +28,7 @@ func startup() {
 		os.Exit(code)
 	}
 	if mayStartManySandboxes(os.Args) {
-		runtime.ReexecSealed()
+		namespace.ReexecSealed()
 	}
 }
 
@@ -34,7 +37,7 @@ func startup() {
 // copy and second Go start-up of kptr (~30 ms for a 20 MB kptr) pay off
 // only from a second sandbox start on (otherwise nsinit seals one copy per
 // process when it first starts a run, and libcontainer one per start; see
-// runtime/launch.go's sealedExe and BENCHMARKS.md).
+// runtime/namespace/launch.go's sealedExe and BENCHMARKS.md).
 func mayStartManySandboxes(argv []string) bool {
 	if len(argv) < 2 {
 		return false

@@ -7,7 +7,7 @@ import (
 )
 
 // Every kptr process, and so every sandbox start (its container init is a
-// fresh start of the kptr binary, see runtime/init.go), runs the package
+// fresh start of the kptr binary, see runtime/namespace/tier.go), runs the package
 // init of everything kptr links. These packages cost milliseconds there
 // (GODEBUG=inittrace=1: regexps compiled at init) and kptr does not need
 // them; a new import that brings them back must be a deliberate choice.

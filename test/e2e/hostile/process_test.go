@@ -161,7 +161,7 @@ func (h *harness) stateDir() string {
 }
 
 // nothingOfRunsLeft fails if the run-state directory holds anything but the
-// sandbox probes' cached verdicts (runtime/verdict.go: no run's state, kept
+// sandbox probes' cached verdicts (runtime/verdict.go, runtime/namespace/verdict.go: no run's state, kept
 // on purpose), or a process whose command line holds marker is alive.
 func (h *harness) nothingOfRunsLeft(t *testing.T, marker string) {
 	t.Helper()

@@ -9,7 +9,7 @@ import (
 )
 
 // The sandbox probes' verdict is cached in the run-state directory
-// (runtime/verdict.go). kptr trusts it only as the user's own private file:
+// (runtime/verdict.go, runtime/namespace/verdict.go). kptr trusts it only as the user's own private file:
 // a verdict that is a symlink, readable by others or corrupt is ignored and
 // replaced. A verdict that says the sandbox cannot run is never reused,
 // not even the user's own (its cause may have passed): kptr probes again.

@@ -1,0 +1,50 @@
+// Package landlock is the namespace-free tier: it runs a bundle's entrypoint
+// as a child of kptr confined by Landlock, seccomp and rlimits, for pods whose
+// seccomp profile (Kubernetes' RuntimeDefault under containerd or CRI-O),
+// AppArmor profile or kernel (Bottlerocket: no user namespaces) refuses the
+// namespaces the namespace tier needs. Its launcher and confiner are
+// runtime/nsinit's landlock.c; its seccomp program is runtime/seccomp's.
+//
+// Guarantees of a run (runtime/nsinit's landlock.c describes the
+// processes: kptr's C launcher and confiner):
+//   - The function reads and executes only beneath the image's rootfs and
+//     reads and writes only beneath its private run directory ($HOME and
+//     $TMPDIR point there; removed after the run), plus /dev/null,
+//     /dev/zero and /dev/urandom, and its main process its own /proc/<pid>;
+//     everything else of the host's file system is denied by Landlock,
+//     including the rest of /proc.
+//   - No network unless Invocation.Network: socket(2) fails for every
+//     family (seccomp), TCP bind and connect are denied (Landlock ABI 4,
+//     Linux 6.7). socket(AF_UNIX) fails too, with EPERM, network or not:
+//     Landlock up to ABI 7 does not mediate connect or sendto on pathname
+//     unix sockets, so that is what keeps the host's (ssh-agent, docker,
+//     another plugin's) out of reach; socketpair(2) works.
+//   - Signals and abstract unix sockets are scoped to the run (Landlock ABI
+//     6, Linux 6.12); on older kernels a function can signal processes of
+//     kptr's uid (New's probes say so).
+//   - seccomp (runtime/seccomp's allow-list, the namespace tier's policy)
+//     refuses ptrace, mount and namespace calls (clone with namespace
+//     flags, clone3, unshare, setns), keyrings, bpf, io_uring,
+//     perf_event_open and every call it does not name, and, when
+//     the function's uid owns the cached image, the calls that change a
+//     file's mode, owner, times or extended attributes (Landlock does not
+//     govern them);
+//     no_new_privs; a new session; oom_score_adj 1000; RLIMIT_NPROC,
+//     RLIMIT_NOFILE, RLIMIT_FSIZE and RLIMIT_CORE. When kptr is root the
+//     function runs as host uid runtime.RootHostIDBase+its image uid, never
+//     root.
+//   - Only the image's Env plus Invocation.Env, with HOME and TMPDIR set to
+//     the run directory.
+//   - The timeout, the context and the output caps end every process of the
+//     run, as does the function's main process exiting: a subreaper
+//     launcher SIGKILLs and reaps them all.
+//
+// With Invocation.Network the host's /etc/resolv.conf, /etc/hosts and
+// /etc/nsswitch.conf are readable too (name resolution).
+//
+// What it cannot promise: the image is not the root, so absolute paths in
+// the function resolve against the host's root (and Landlock denies them):
+// a function that reads its own image's files by absolute path (or starts
+// another of the image's programs by one) fails. Invocation.Mounts are
+// refused. The memory limit is not enforced (no cgroup).
+package landlock

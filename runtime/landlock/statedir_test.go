@@ -1,0 +1,115 @@
+package landlock
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kptr-dev/kptr/runtime"
+	"golang.org/x/sys/unix"
+)
+
+// privateDir makes a mode-0700 directory, as Debian's libpam-tmpdir gives
+// root for $TMPDIR and systemd for $XDG_RUNTIME_DIR.
+func privateDir(t *testing.T, name string) string {
+	t.Helper()
+	d := filepath.Join(testTmp, name)
+	must(t, os.Mkdir(d, 0o700))
+	t.Cleanup(func() { runtime.RemoveTree(d) })
+	return d
+}
+
+// needsMappedRoot skips tests of what only happens when functions run as
+// uids other than kptr's own.
+func needsMappedRoot(t *testing.T) {
+	t.Helper()
+	if !runtime.CanMapRange() {
+		t.Skip("needs root with the whole id range mapped: only then do functions run as other host uids than kptr's")
+	}
+}
+
+// assertStateDirSafe checks that the directory a tier chose can be reached
+// by the uids functions run as, without being widened for anyone: owned by
+// kptr's uid, not a link, writable and listable by nobody else, and the
+// private directories it avoided are still private.
+func assertStateDirSafe(t *testing.T, dir string, private ...string) {
+	t.Helper()
+	var st unix.Stat_t
+	must(t, unix.Lstat(dir, &st))
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != os.Geteuid() || st.Mode&0o066 != 0 {
+		t.Errorf("state dir %s: mode %o uid %d, want a directory of uid %d nobody else may list or write", dir, st.Mode, st.Uid, os.Geteuid())
+	}
+	if !runtime.WorldTraversable(dir) {
+		t.Errorf("state dir %s is not reachable by the uids functions run as", dir)
+	}
+	for _, p := range private {
+		if strings.HasPrefix(dir, p+"/") {
+			t.Errorf("state dir %s is below the private %s", dir, p)
+		}
+		fi, err := os.Stat(p)
+		if err != nil || fi.Mode().Perm() != 0o700 {
+			t.Errorf("%s widened: %v %v", p, fi.Mode(), err)
+		}
+	}
+}
+
+// The landlock tier as root runs functions as an unprivileged uid too; its
+// run directories must be reachable with a private $TMPDIR.
+func TestPrivateStateParentLandlockTier(t *testing.T) {
+	needsMappedRoot(t)
+	if landlockABI() == 0 {
+		t.Skip("no Landlock here")
+	}
+	priv := privateDir(t, "private-ll-TMPDIR")
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	t.Setenv("TMPDIR", priv)
+	l, err := New(runtime.WithProbeCache(false))
+	if err != nil {
+		t.Fatalf("NewLandlock with a private TMPDIR: %v", err)
+	}
+	assertStateDirSafe(t, l.stateDir, priv)
+	res, err := l.Run(context.Background(), bundle(t, "id"), runtime.Invocation{})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("landlock run with a private TMPDIR: %v exit %d stderr %q", err, res.ExitCode, res.Stderr)
+	}
+}
+
+func fileExists(p string) bool { _, err := os.Lstat(p); return err == nil }
+
+func assertStateDirFailed(t *testing.T, tier string, results []runtime.ProbeResult, gate string) {
+	t.Helper()
+	for _, r := range results {
+		if r.Name == "statedir" {
+			if r.Status != runtime.StatusFailed || !strings.Contains(r.Detail, gate+" is not traversable") || !strings.Contains(r.Fix, "TMPDIR") {
+				t.Errorf("%s tier: statedir probe %+v, want failed, naming %s, with the fix", tier, r, gate)
+			}
+			return
+		}
+	}
+	t.Errorf("%s tier: no statedir probe in %+v", tier, results)
+}
+
+// Where no directory the uids functions run as can reach is available, the
+// landlock tier's probes fail on the state directory and name the fix, and
+// New refuses.
+func TestUnreachableStateDirFailsAtProbe(t *testing.T) {
+	needsMappedRoot(t)
+	priv := privateDir(t, "unreachable-TMPDIR")
+	saved := runtime.RootStateDirs
+	runtime.RootStateDirs = []string{filepath.Join(privateDir(t, "unreachable-run"), "kptr"), filepath.Join(privateDir(t, "unreachable-tmp"), "kptr-run-")}
+	t.Cleanup(func() { runtime.RootStateDirs = saved })
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	t.Setenv("TMPDIR", priv)
+	must(t, os.Chmod(priv, 0o700))
+	if dir := runtime.DefaultStateDir(); filepath.Dir(dir) != priv {
+		t.Fatalf("state dir %s, want the usual one below %s when nothing is reachable", dir, priv)
+	}
+	var pe *runtime.ProbeError
+	assertStateDirFailed(t, "landlock", Probe(runtime.DefaultStateDir()), priv)
+	if _, err := New(); !errors.As(err, &pe) || pe.Result.Name != "statedir" {
+		t.Errorf("New: %v, want the statedir probe's failure", err)
+	}
+}
