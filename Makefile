@@ -6,13 +6,42 @@ LDFLAGS := -X main.version=$(VERSION)
 BIN := bin/kptr
 export CGO_ENABLED := 1
 
-.PHONY: help build test test-unit test-unpriv bench-runtime bench bench-cache bench-pipeline bench-render demo image argocd-src argocd test-argocd bench-argocd clean
+.PHONY: help build install install-kpt-link uninstall test test-unit test-unpriv bench-runtime bench bench-cache bench-pipeline bench-render demo image push argocd test-argocd bench-argocd clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
 build: ## build bin/kptr
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/kptr
+
+# Installed as a Go tool is: the binary in $(PREFIX)/bin and cobra's shell
+# completions where bash-completion, zsh and fish look for them. DESTDIR
+# stages the tree for a package (nothing is written outside it). The kpt link
+# is separate: kptr invoked as kpt takes kpt's command line (fn render, eval,
+# source, sink), and a kpt already installed there is never replaced.
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+DATADIR ?= $(PREFIX)/share
+INSTALLED := $(DESTDIR)$(BINDIR)/kptr
+COMPLETIONS := $(DESTDIR)$(DATADIR)/bash-completion/completions/kptr \
+  $(DESTDIR)$(DATADIR)/zsh/site-functions/_kptr $(DESTDIR)$(DATADIR)/fish/vendor_completions.d/kptr.fish
+
+install: build ## install bin/kptr into $(DESTDIR)$(PREFIX)/bin (PREFIX=/usr/local) with its bash, zsh and fish completions
+	install -d $(DESTDIR)$(BINDIR) $(sort $(dir $(COMPLETIONS)))
+	install -m 0755 $(BIN) $(INSTALLED)
+	@set -euo pipefail; for f in $(COMPLETIONS); do \
+	  case $$f in */_kptr) sh=zsh;; *.fish) sh=fish;; *) sh=bash;; esac; \
+	  $(BIN) completion $$sh > $$f.tmp && chmod 0644 $$f.tmp && mv $$f.tmp $$f && echo "installed $$sh completion: $$f"; done
+
+install-kpt-link: install ## also install kpt as a symbolic link to kptr in the same directory (refuses to replace another kpt)
+	@set -euo pipefail; l=$(DESTDIR)$(BINDIR)/kpt; \
+	if [ -e "$$l" -o -L "$$l" ] && [ "$$(readlink "$$l")" != kptr ]; then \
+	  echo "make install-kpt-link: $$l exists and is not a link to kptr; remove it first to let kptr answer as kpt" >&2; exit 1; fi; \
+	ln -sfn kptr "$$l" && echo "installed $$l -> kptr"
+
+uninstall: ## remove what install and install-kpt-link installed (same PREFIX and DESTDIR)
+	@l=$(DESTDIR)$(BINDIR)/kpt; if [ "$$(readlink "$$l" 2>/dev/null)" = kptr ]; then rm -f "$$l"; fi
+	rm -f $(INSTALLED) $(COMPLETIONS)
 
 # Every suite's log ends with its counts: test/testsum reads the `go test
 # -json` (or test2json) events and prints one line per package, the output of
@@ -105,30 +134,21 @@ bench-pipeline: ## in-process render of comment-free ConfigMap packages (1k/10k)
 
 # The demo works offline: function images are built from test/fixtures into an
 # OCI layout, imported into out/demo-cache (never the user's cache), and the
-# bundled package is rendered in a copy under out/demo.
-DEMO_CACHE := out/demo-cache
+# bundled package is rendered in a copy under out/demo. examples/demo.sh does
+# it (building bin/kptr first), printing each command as it runs it.
+DEMO_OUT ?= out
 DEMO_SANDBOX ?= auto
-demo: build ## render the bundled example offline with a separate demo cache
-	@set -euo pipefail; \
-	echo "== building the example function images from test/fixtures (no daemon, no network)"; \
-	$(GO) run ./examples/build-images -out out/demo-images; \
-	rm -rf $(DEMO_CACHE) out/demo out/demo-again; \
-	echo "== importing them into $(DEMO_CACHE)"; \
-	$(BIN) cache import --cache-dir $(DEMO_CACHE) out/demo-images; \
-	cp -r examples/demo out/demo; \
-	echo "== kptr fn render out/demo --offline  (Kptfile: examples/demo/Kptfile, subpackage examples/demo/db)"; \
-	$(BIN) fn render out/demo --cache-dir $(DEMO_CACHE) --offline --sandbox $(DEMO_SANDBOX); \
-	echo "== the rendered package (out/demo), Kptfiles aside:"; \
-	for f in $$(cd out/demo && find . -name '*.yaml' | sort); do echo "--- $$f"; cat out/demo/$$f; done; \
-	echo "== what changed:"; diff -ru examples/demo out/demo --exclude=Kptfile --exclude=README.md || true; \
-	cp -r out/demo out/demo-again; \
-	$(BIN) fn render out/demo-again --cache-dir $(DEMO_CACHE) --offline --sandbox $(DEMO_SANDBOX) >/dev/null 2>&1; \
-	if diff -r --exclude=Kptfile out/demo out/demo-again >/dev/null; then echo "== rendering out/demo again changes no resource (the generator is idempotent)"; \
-	else echo "== rendering out/demo again changed it:"; diff -ru --exclude=Kptfile out/demo out/demo-again; exit 1; fi
+demo: ## build kptr and render the bundled example offline with a separate demo cache; prints each command and the one to re-run the render
+	@GO='$(GO)' examples/demo.sh --build '$(LDFLAGS)' $(BIN) $(DEMO_OUT) $(DEMO_SANDBOX)
 
 # --- Argo CD plugin: image, argocd-cmp-server, end-to-end test -------------
-IMAGE_TAG ?= ghcr.io/kptr-dev/kptr:$(subst +,-,$(VERSION))
+# The image is tagged with the version (git describe) and latest, the tag
+# deploy/ and deploy/helm/values.yaml name: pin a version there with the
+# kustomization's images: newTag (deploy/examples/install) or the values' image.
+IMAGE_REPO ?= ghcr.io/kptr-dev/kptr
+IMAGE_TAG ?= $(IMAGE_REPO):$(subst +,-,$(VERSION))
 IMAGE_OUT ?= out/image
+PUSH_REPO ?= $(IMAGE_REPO)
 STATIC_LDFLAGS := $(LDFLAGS) -s -w -linkmode external -extldflags -static
 
 image: ## build the sidecar image without a daemon: out/image/oci (OCI layout) + out/image/kptr.tar; PREWARM=<dir> bakes the images its Kptfiles name
@@ -138,41 +158,39 @@ ifneq ($(PREWARM),)
 	rm -rf out/prewarm
 	$(BIN) prewarm --cache-dir out/prewarm-cache --export out/prewarm $(PREWARM)
 endif
-	$(GO) run ./deploy/image --kptr bin/kptr-static --out $(IMAGE_OUT) --tag $(IMAGE_TAG) $(if $(PREWARM),--prewarm out/prewarm)
+	$(GO) run ./deploy/image --kptr bin/kptr-static --out $(IMAGE_OUT) --tag $(IMAGE_TAG) --tag $(IMAGE_REPO):latest $(if $(PREWARM),--prewarm out/prewarm)
+
+push: ## push the image make image wrote (out/image/oci) to PUSH_REPO (default ghcr.io/kptr-dev/kptr) under its tags, the version and latest, with the docker config's credentials; no daemon
+	$(GO) run ./deploy/image --out $(IMAGE_OUT) --push $(PUSH_REPO)
 
 # Argo CD's multi-call binary (argocd-repo-server and argocd-cmp-server), built
-# from its own Go module (test/argocd/cmpserver) once per Argo CD version and
-# content of that module, cached under ~/.cache/kptr-test (a cold build takes
-# many minutes). Argo CD v3.6 declares Go 1.27 for encoding/json/v2, which Go
-# 1.26 has under GOEXPERIMENT=jsonv2: test/argocd/argocd-src.sh lays the
-# module out for Go 1.26 (see there). Same build settings as `go test` there,
-# so the test binary reuses the compiled Argo CD packages.
+# from its own Go module (test/argocd/cmpserver) with Argo CD's source as
+# published, once per Argo CD version and content of that module, cached
+# under ~/.cache/kptr-test. Argo CD v3.6 declares Go 1.27: that module (and
+# only it; kptr stays on Go 1.26) names the toolchain it builds with
+# (`toolchain` in its go.mod), which the go command fetches from the module
+# proxy on first use (GOTOOLCHAIN below, since Debian's and our images'
+# go.env say GOTOOLCHAIN=local). A cold build (modules, toolchain, every
+# package) takes many minutes: BENCHMARKS.md has the figure. Same build
+# settings as `go test` there, so the test binary reuses the compiled Argo CD
+# packages from the Go build cache.
 ARGOCD_DIR := test/argocd/cmpserver
 ARGOCD_VERSION := $(shell sed -n 's,^\tgithub.com/argoproj/argo-cd/v3 \(v[^ ]*\)$$,\1,p' $(ARGOCD_DIR)/go.mod)
-ARGOCD_GOENV := GOEXPERIMENT=jsonv2 GOTOOLCHAIN=local
-ARGOCD_LAYOUT = $(shell cat test/argocd/argocd-src.sh test/argocd/go126.py | sha256sum | cut -c1-16)
-ARGOCD_KEY = $(shell cat $(ARGOCD_DIR)/go.mod $(ARGOCD_DIR)/go.sum $(ARGOCD_DIR)/main.go test/argocd/argocd-src.sh test/argocd/go126.py | sha256sum | cut -c1-16)
+ARGOCD_TOOLCHAIN := $(shell sed -n 's,^toolchain \(go[0-9.]*\)$$,\1,p' $(ARGOCD_DIR)/go.mod)
+ARGOCD_GOENV := GOTOOLCHAIN=$(ARGOCD_TOOLCHAIN)
+ARGOCD_KEY = $(shell cat $(ARGOCD_DIR)/go.mod $(ARGOCD_DIR)/go.sum $(ARGOCD_DIR)/main.go | sha256sum | cut -c1-16)
 ARGOCD_BIN = $(HOME)/.cache/kptr-test/argocd-$(ARGOCD_VERSION)-$(ARGOCD_KEY)
 ARGOCD_TEST_ENV = KPTR_BIN=$(CURDIR)/$(BIN) ARGOCD_BIN=$(ARGOCD_BIN) $(ARGOCD_GOENV)
 
-# The layout lives in the cache, outside the work tree (thousands of Argo CD
-# YAML files would join the corpora the pipeline's differential tests walk);
-# test/argocd/cmpserver/.argo-cd, where the module's replace points, is a
-# symbolic link to it, which those walks do not follow.
-ARGOCD_SRC = $(HOME)/.cache/kptr-test/argocd-src-$(ARGOCD_VERSION)-$(ARGOCD_LAYOUT)
-
-argocd-src: ## lay out Argo CD's Go module for Go 1.26 (in the cache; test/argocd/cmpserver/.argo-cd links to it)
-	@grep -qx '$(ARGOCD_VERSION) $(ARGOCD_LAYOUT)' $(ARGOCD_SRC)/.kptr-layout 2>/dev/null || { \
-	  test/argocd/argocd-src.sh $(ARGOCD_VERSION) $(ARGOCD_SRC) && \
-	  echo '$(ARGOCD_VERSION) $(ARGOCD_LAYOUT)' > $(ARGOCD_SRC)/.kptr-layout; }
-	@test "$$(readlink $(ARGOCD_DIR)/.argo-cd 2>/dev/null)" = "$(ARGOCD_SRC)" || { \
-	  rm -rf $(ARGOCD_DIR)/.argo-cd && ln -s $(ARGOCD_SRC) $(ARGOCD_DIR)/.argo-cd; }
-
-argocd: argocd-src ## build (or reuse) Argo CD's multi-call binary (argocd-repo-server, argocd-cmp-server) for the end-to-end tests
-	@test -x $(ARGOCD_BIN) || { mkdir -p $(dir $(ARGOCD_BIN)) && cd $(ARGOCD_DIR) && \
-	  $(ARGOCD_GOENV) nice -n 10 $(GO) build -ldflags '-s -w' -o $(ARGOCD_BIN).tmp . && \
-	  mv $(ARGOCD_BIN).tmp $(ARGOCD_BIN); }
-	@echo "argocd $(ARGOCD_VERSION): $(ARGOCD_BIN)"
+argocd: ## build (or reuse) Argo CD's multi-call binary (argocd-repo-server, argocd-cmp-server) for the end-to-end tests
+	@test -n '$(ARGOCD_VERSION)' -a -n '$(ARGOCD_TOOLCHAIN)' || { echo "make argocd: $(ARGOCD_DIR)/go.mod names no Argo CD version or no toolchain" >&2; exit 2; }
+	@test -x $(ARGOCD_BIN) || { mkdir -p $(dir $(ARGOCD_BIN)) && \
+	  echo "== building Argo CD $(ARGOCD_VERSION) with $(ARGOCD_TOOLCHAIN) into $(ARGOCD_BIN) (cold: many minutes; cached after)" && \
+	  start=$$(date +%s) && \
+	  { cd $(ARGOCD_DIR) && $(ARGOCD_GOENV) nice -n 10 $(GO) build -ldflags '-s -w' -o $(ARGOCD_BIN).tmp . ; } || { \
+	    echo "make argocd: building Argo CD $(ARGOCD_VERSION) with $(ARGOCD_TOOLCHAIN) failed (see above; a cold build fetches the toolchain and modules from the Go module proxy, $$($(GO) env GOPROXY))" >&2; exit 1; } && \
+	  mv $(ARGOCD_BIN).tmp $(ARGOCD_BIN) && echo "== built in $$(( $$(date +%s) - start )) s"; }
+	@echo "argocd $(ARGOCD_VERSION) ($(ARGOCD_TOOLCHAIN)): $(ARGOCD_BIN)"
 
 test-argocd: build argocd $(TESTSUM) ## end-to-end: kptr through the real argocd-repo-server and argocd-cmp-server (uid 999, no capabilities), and through argocd-cmp-server alone
 	@set -o pipefail; cd $(ARGOCD_DIR) && $(ARGOCD_TEST_ENV) $(GO) test -json -count=1 -timeout 15m ./... | $(TESTSUM) -suite "Argo CD end-to-end"

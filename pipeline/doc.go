@@ -1,5 +1,5 @@
 // Package pipeline renders kpt packages with kpt v1.0.0-beta.67's semantics
-// (KPT-SEMANTICS.md): it reads a package tree, runs each Kptfile's mutators
+// (the README's "Rendering packages" lists them): it reads a package tree, runs each Kptfile's mutators
 // and validators (subpackages first, or top-down under
 // kpt.dev/bfs-rendering), one ResourceList per function call, and writes the
 // result back in place, to stdout, to a directory, or returns it in memory.

@@ -33,17 +33,25 @@ func (g *globals) openCache(ctx context.Context) (*cache.Cache, error) {
 
 // openCacheWith opens the cache logging plain progress lines at lvl.
 func (g *globals) openCacheWith(lvl slog.Level, extra ...cache.Option) (*cache.Cache, error) {
-	policy, err := cache.ParsePullPolicy(g.pullPolicy)
-	if err != nil {
-		return nil, usageError("--image-pull-policy: %v", err)
-	}
+	// The pull settings of a command that never pulls (cache ls, tag,
+	// verify, prune) are accepted and ignored, as every setting that does
+	// not apply to a command is; where they apply, checkSettings has
+	// refused a bad one already, naming its flag or its variable.
+	pulls := g.flags == nil || applies(g.flags, "mirror")
+	policy := cache.PullIfNotPresent
 	var mirrors []cache.Mirror
-	for _, m := range g.mirrors {
-		mm, err := cache.ParseMirror(m)
-		if err != nil {
-			return nil, usageError("--mirror: %v", err)
+	if pulls {
+		var err error
+		if policy, err = cache.ParsePullPolicy(g.pullPolicy); err != nil {
+			return nil, usageError("%s: %v", g.settingFrom("image-pull-policy", "KPTR_IMAGE_PULL_POLICY"), err)
 		}
-		mirrors = append(mirrors, mm)
+		for _, m := range g.mirrors {
+			mm, err := cache.ParseMirror(m)
+			if err != nil {
+				return nil, usageError("%s: %v", g.settingFrom("mirror", "KPTR_MIRRORS"), err)
+			}
+			mirrors = append(mirrors, mm)
+		}
 	}
 	if g.cacheDir == "" {
 		return nil, withCode(exitEnv, errors.New("no cache directory: KPTR_CACHE_DIR, XDG_CACHE_HOME and HOME are all unset; set one of them or pass --cache-dir"))

@@ -43,6 +43,10 @@ type globals struct {
 	memo        string // "on", "off" or "" (the command's default)
 	logLevel    string
 	progress    string
+	// flags are the running command's flags (set by checkSettings): which
+	// shared settings apply to it, and whether each came from its flag or
+	// its variable.
+	flags *pflag.FlagSet
 
 	// atExit runs when the command has finished (run's deferred cleanup):
 	// the sandbox's Close, so no prepared sandbox outlives kptr. Added to
@@ -179,6 +183,15 @@ func flagUsages(fs *pflag.FlagSet, global bool) string {
 	return sub.FlagUsages()
 }
 
+// settingFrom names where a shared setting's value came from: its flag, or
+// its variable (the flag when given, or when the variable is unset).
+func (g *globals) settingFrom(flag, env string) string {
+	if (g.flags != nil && g.flags.Changed(flag)) || g.getenv(env) == "" {
+		return "--" + flag
+	}
+	return env + " (--" + flag + ")"
+}
+
 // envInUsage finds the variable a flag's usage names as its default ("(KPTR_FN_TIMEOUT)").
 var envInUsage = regexp.MustCompile(`\b(KPTR?_[A-Z0-9_]+)\b`)
 
@@ -191,6 +204,7 @@ var envInUsage = regexp.MustCompile(`\b(KPTR?_[A-Z0-9_]+)\b`)
 // not stop `kptr version`). The message names the flag or the variable the
 // value came from.
 func (g *globals) checkSettings(fs *pflag.FlagSet) error {
+	g.flags = fs
 	var bad error
 	fs.VisitAll(func(f *pflag.Flag) {
 		if bad != nil || f.Changed || !applies(fs, f.Name) {
@@ -221,13 +235,7 @@ func (g *globals) checkSettings(fs *pflag.FlagSet) error {
 	if bad != nil {
 		return bad
 	}
-	// from names where a global value came from: the flag, or its variable.
-	from := func(flag, env string) string {
-		if fs.Changed(flag) || g.getenv(env) == "" {
-			return "--" + flag
-		}
-		return env + " (--" + flag + ")"
-	}
+	from := g.settingFrom
 	on := func(flag string) bool { return applies(fs, flag) }
 	if on("cache-dir") && (fs.Changed("cache-dir") || g.cacheDir != "") && strings.TrimSpace(g.cacheDir) == "" {
 		// Open("") would make the current directory the cache (a user's

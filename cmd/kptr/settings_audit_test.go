@@ -116,6 +116,45 @@ func TestExplicitFlagOverridesBadVariable(t *testing.T) {
 	}
 }
 
+// A mirror with credentials in KPTR_MIRRORS is reported as coming from
+// KPTR_MIRRORS by every command that pulls; the cache commands that never pull
+// (ls, tag, verify, prune) accept and ignore it, as any setting that does not
+// apply to a command. They used to refuse it as "--mirror: bad mirror …",
+// naming a flag nobody had given.
+func TestMirrorVariableNamedAsItsSource(t *testing.T) {
+	t.Setenv("KPTR_MIRRORS", "gcr.io=bob:hunter2@registry.local:5000")
+	t.Setenv("KPTR_IMAGE_PULL_POLICY", "Sometimes")
+	t.Setenv("KPTR_PROGRESS", "none")
+	cacheDir := t.TempDir()
+	for _, args := range [][]string{
+		{"cache", "pull", "gcr.io/x/fn:v1"},
+		{"cache", "fetch", "gcr.io/x/fn:v1"},
+		{"prewarm", t.TempDir()},
+		{"fn", "eval", "--image", "gcr.io/x/fn:v1", t.TempDir()},
+	} {
+		t.Setenv("KPTR_IMAGE_PULL_POLICY", "") // the mirror is checked on its own
+		code, _, errs := runIn(t, append(append([]string{"kptr"}, args...), "--cache-dir", cacheDir)...)
+		if code != exitUsage || !strings.Contains(errs, "KPTR_MIRRORS (--mirror): bad mirror (value with credentials, not shown)") || strings.Contains(errs, "hunter2") {
+			t.Errorf("kptr %s: exit %d, stderr %q; want exit 2 naming KPTR_MIRRORS", strings.Join(args, " "), code, errs)
+		}
+	}
+	t.Setenv("KPTR_IMAGE_PULL_POLICY", "Sometimes")
+	for _, args := range [][]string{
+		{"cache", "ls"},
+		{"cache", "verify"},
+		{"cache", "prune", "--max-size", "1G"},
+	} {
+		code, _, errs := runIn(t, append(append([]string{"kptr"}, args...), "--cache-dir", cacheDir)...)
+		if code != 0 || errs != "" {
+			t.Errorf("kptr %s: exit %d, stderr %q; want the pull settings ignored", strings.Join(args, " "), code, errs)
+		}
+	}
+	code, _, errs := runIn(t, "kptr", "cache", "tag", "gcr.io/x/fn:v1", "gcr.io/x/fn:v2", "--cache-dir", cacheDir)
+	if code == 0 || strings.Contains(errs, "mirror") || strings.Contains(errs, "pull policy") || !strings.Contains(errs, "not in the cache") {
+		t.Errorf("kptr cache tag of an uncached image: exit %d, stderr %q; want the tag's own error", code, errs)
+	}
+}
+
 // When the operator's whole-call limit strikes, the one line says so (the
 // cause underneath is only "context deadline exceeded" at whatever step ran).
 func TestGenerateTimeoutNamesTheLimit(t *testing.T) {

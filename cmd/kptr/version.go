@@ -33,13 +33,31 @@ func (g *globals) printVersion() error {
 
 // versionLine is "kptr VERSION [REVISION] GO OS/ARCH".
 func versionLine() string {
-	rev := ""
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" {
-				rev = " " + s.Value
-			}
+	bi, _ := debug.ReadBuildInfo()
+	v, rev := versionOf(version, bi)
+	if rev != "" {
+		rev = " " + rev
+	}
+	return fmt.Sprintf("kptr %s%s %s %s/%s", v, rev, goruntime.Version(), goruntime.GOOS, goruntime.GOARCH)
+}
+
+// versionOf is the version to print and the commit, if the build recorded
+// one. The Makefile's version (git describe) wins; a binary built by `go
+// install github.com/kptr-dev/kptr/cmd/kptr@VERSION` has none, and names the
+// module version it was built from instead (a tag, or a pseudo-version
+// naming the commit), which is what `kptr version` reports then.
+func versionOf(ldflagsVersion string, bi *debug.BuildInfo) (v, revision string) {
+	v = ldflagsVersion
+	if bi == nil {
+		return v, ""
+	}
+	if v == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		v = bi.Main.Version
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" {
+			revision = s.Value
 		}
 	}
-	return fmt.Sprintf("kptr %s%s %s %s/%s", version, rev, goruntime.Version(), goruntime.GOOS, goruntime.GOARCH)
+	return v, revision
 }

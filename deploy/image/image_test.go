@@ -5,6 +5,8 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
+	"log"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,8 +14,10 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
@@ -149,7 +153,8 @@ func TestImageOutputsAndPrewarm(t *testing.T) {
 
 	out := t.TempDir()
 	tag, _ := name.NewTag("ghcr.io/kptr-dev/kptr:test")
-	if err := WriteOutputs(img, tag, out); err != nil {
+	latest, _ := name.NewTag("ghcr.io/kptr-dev/kptr:latest")
+	if err := WriteOutputs(img, []name.Tag{tag, latest}, out); err != nil {
 		t.Fatal(err)
 	}
 	want, _ := img.Digest()
@@ -158,17 +163,51 @@ func TestImageOutputsAndPrewarm(t *testing.T) {
 		t.Fatal(err)
 	}
 	im, _ := idx.IndexManifest()
-	if len(im.Manifests) != 1 || im.Manifests[0].Digest != want || im.Manifests[0].Annotations["org.opencontainers.image.ref.name"] != "test" {
+	if len(im.Manifests) != 2 || im.Manifests[0].Digest != want || im.Manifests[1].Digest != want ||
+		im.Manifests[0].Annotations["org.opencontainers.image.ref.name"] != "test" ||
+		im.Manifests[1].Annotations["org.opencontainers.image.ref.name"] != "latest" {
 		t.Errorf("layout index = %+v", im.Manifests)
 	}
-	timg, err := tarball.ImageFromPath(filepath.Join(out, "kptr.tar"), &tag)
+	for _, ref := range []name.Tag{tag, latest} {
+		timg, err := tarball.ImageFromPath(filepath.Join(out, "kptr.tar"), &ref)
+		if err != nil {
+			t.Fatalf("tarball %s: %v", ref, err)
+		}
+		tcf, _ := timg.ConfigFile()
+		if !reflect.DeepEqual(tcf.Config, Config()) {
+			t.Errorf("tarball %s config = %+v", ref, tcf.Config)
+		}
+	}
+
+	// make push: every tag of the layout, to another repository, by digest.
+	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer reg.Close()
+	repo := strings.TrimPrefix(reg.URL, "http://") + "/team/kptr"
+	var pushed strings.Builder
+	if err := Push(filepath.Join(out, "oci"), repo, &pushed); err != nil {
+		t.Fatal(err)
+	}
+	for _, tg := range []string{"test", "latest"} {
+		d, err := remote.Head(mustTag(t, repo+":"+tg))
+		if err != nil || d.Digest != want {
+			t.Errorf("%s:%s in the registry: %v, %v; want %s", repo, tg, d, err, want)
+		}
+		if !strings.Contains(pushed.String(), "pushed "+repo+":"+tg+"@"+want.String()+"\n") {
+			t.Errorf("push output %q lacks %s:%s", pushed.String(), repo, tg)
+		}
+	}
+	if err := Push(t.TempDir(), repo, io.Discard); err == nil || !strings.Contains(err.Error(), "run make image first") {
+		t.Errorf("push of a directory without a layout: %v", err)
+	}
+}
+
+func mustTag(t *testing.T, s string) name.Tag {
+	t.Helper()
+	tag, err := name.NewTag(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tcf, _ := timg.ConfigFile()
-	if !reflect.DeepEqual(tcf.Config, Config()) {
-		t.Errorf("tarball config = %+v", tcf.Config)
-	}
+	return tag
 }
 
 // The Dockerfile copies WriteRootfs's tree: it must hold the same entries as

@@ -2,11 +2,14 @@
 // daemon: the same file tree and config as the Dockerfile, written as an OCI
 // image layout and a docker-loadable tarball with go-containerregistry.
 //
-//	go run ./deploy/image --kptr bin/kptr-static --out out/image [--prewarm DIR] [--tag REF]
+//	go run ./deploy/image --kptr bin/kptr-static --out out/image [--prewarm DIR] [--tag REF]...
+//	go run ./deploy/image --out out/image --push REPOSITORY
 //
 // With --rootfs DIR it only lays out the image's files in DIR: the
 // Dockerfile's build stage runs that and copies the tree into `FROM scratch`,
-// so both routes produce the same files by construction.
+// so both routes produce the same files by construction. With --push REPO it
+// builds nothing and pushes the image out/oci holds to REPO under each of its
+// tags (`make push`), with the docker config's credentials.
 //
 // The build is reproducible: file times and the image's creation time come
 // from SOURCE_DATE_EPOCH (0 when unset), entries are written in sorted order.
@@ -28,11 +31,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
@@ -318,22 +323,36 @@ func WriteRootfs(in Inputs, dir string) error {
 
 func main() {
 	var in Inputs
-	var out, rootfs, tag string
+	var out, rootfs, push string
+	var tags []string
 	flag.StringVar(&in.Kptr, "kptr", "bin/kptr-static", "static kptr binary")
 	flag.StringVar(&in.Plugin, "plugin", "plugin.yaml", "plugin.yaml")
 	flag.StringVar(&in.CAFile, "ca-file", "/etc/ssl/certs/ca-certificates.crt", "CA bundle")
 	flag.StringVar(&in.Prewarm, "prewarm", "", "OCI layout (kptr prewarm --export DIR) to bake into the image")
 	flag.StringVar(&out, "out", "out/image", "output directory: oci/ (OCI layout) and kptr.tar")
 	flag.StringVar(&rootfs, "rootfs", "", "only write the image's files into this directory (Dockerfile build stage)")
-	flag.StringVar(&tag, "tag", "ghcr.io/kptr-dev/kptr:dev", "image reference recorded in the layout and tarball")
+	flag.Func("tag", "image reference recorded in the layout and tarball, repeatable (default ghcr.io/kptr-dev/kptr:dev)", func(v string) error {
+		tags = append(tags, v)
+		return nil
+	})
+	flag.StringVar(&push, "push", "", "build nothing: push the image in OUT/oci to this repository under each tag it was built with (credentials from the docker config)")
 	flag.Parse()
-	if err := run(in, out, rootfs, tag); err != nil {
+	if len(tags) == 0 {
+		tags = []string{"ghcr.io/kptr-dev/kptr:dev"}
+	}
+	var err error
+	if push != "" {
+		err = Push(filepath.Join(out, "oci"), push, os.Stdout, remote.WithAuthFromKeychain(authn.DefaultKeychain))
+	} else {
+		err = run(in, out, rootfs, tags)
+	}
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "image: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(in Inputs, out, rootfs, tag string) error {
+func run(in Inputs, out, rootfs string, tags []string) error {
 	for _, f := range []string{in.Kptr, in.Plugin, in.CAFile} {
 		if _, err := os.Stat(f); err != nil {
 			return err
@@ -342,9 +361,13 @@ func run(in Inputs, out, rootfs, tag string) error {
 	if rootfs != "" {
 		return WriteRootfs(in, rootfs)
 	}
-	ref, err := name.NewTag(tag)
-	if err != nil {
-		return err
+	var refs []name.Tag
+	for _, t := range tags {
+		ref, err := name.NewTag(t, name.StrictValidation)
+		if err != nil {
+			return err
+		}
+		refs = append(refs, ref)
 	}
 	tmp, err := os.MkdirTemp("", "kptr-image-")
 	if err != nil {
@@ -355,17 +378,64 @@ func run(in Inputs, out, rootfs, tag string) error {
 	if err != nil {
 		return err
 	}
-	if err := WriteOutputs(img, ref, out); err != nil {
+	if err := WriteOutputs(img, refs, out); err != nil {
 		return err
 	}
 	d, _ := img.Digest()
-	fmt.Printf("%s %s\n  OCI layout: %s\n  tarball:    %s\n", ref, d, filepath.Join(out, "oci"), filepath.Join(out, "kptr.tar"))
+	for _, ref := range refs {
+		fmt.Printf("%s %s\n", ref, d)
+	}
+	fmt.Printf("  OCI layout: %s\n  tarball:    %s\n", filepath.Join(out, "oci"), filepath.Join(out, "kptr.tar"))
 	return nil
 }
 
-// WriteOutputs writes img as out/oci (an OCI layout, replaced) and
-// out/kptr.tar (docker load / podman load / skopeo).
-func WriteOutputs(img v1.Image, ref name.Tag, out string) error {
+// Push pushes every image of the OCI layout at dir that names a tag
+// (org.opencontainers.image.ref.name, as WriteOutputs records them) to repo
+// under that tag, and prints each reference pushed with its digest. A layout
+// without tagged images is an error: nothing would be pushed.
+func Push(dir, repo string, w io.Writer, opts ...remote.Option) error {
+	r, err := name.NewRepository(repo, name.StrictValidation)
+	if err != nil {
+		return fmt.Errorf("push: repository %q: %w", repo, err)
+	}
+	idx, err := layout.ImageIndexFromPath(dir)
+	if err != nil {
+		return fmt.Errorf("push: %s (run make image first): %w", dir, err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return fmt.Errorf("push: %s: %w", dir, err)
+	}
+	pushed := 0
+	for _, m := range im.Manifests {
+		tag := m.Annotations["org.opencontainers.image.ref.name"]
+		if tag == "" {
+			continue
+		}
+		img, err := idx.Image(m.Digest)
+		if err != nil {
+			return fmt.Errorf("push: %s: %w", dir, err)
+		}
+		ref := r.Tag(tag)
+		if err := remote.Write(ref, img, opts...); err != nil {
+			return fmt.Errorf("push %s: %w", ref, err)
+		}
+		fmt.Fprintf(w, "pushed %s@%s\n", ref, m.Digest)
+		pushed++
+	}
+	if pushed == 0 {
+		return fmt.Errorf("push: %s names no tagged image", dir)
+	}
+	return nil
+}
+
+// WriteOutputs writes img as out/oci (an OCI layout, replaced; one entry per
+// tag, all naming the same manifest) and out/kptr.tar (docker load / podman
+// load / skopeo: every tag).
+func WriteOutputs(img v1.Image, refs []name.Tag, out string) error {
+	if len(refs) == 0 {
+		return errors.New("no tag for the image")
+	}
 	ociDir := filepath.Join(out, "oci")
 	if err := os.RemoveAll(ociDir); err != nil {
 		return err
@@ -377,13 +447,17 @@ func WriteOutputs(img v1.Image, ref name.Tag, out string) error {
 	if err != nil {
 		return err
 	}
-	if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{
-		"org.opencontainers.image.ref.name": ref.TagStr(),
-		"io.containerd.image.name":          ref.String(),
-	})); err != nil {
-		return err
+	tarRefs := map[name.Reference]v1.Image{}
+	for _, ref := range refs {
+		if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{
+			"org.opencontainers.image.ref.name": ref.TagStr(),
+			"io.containerd.image.name":          ref.String(),
+		})); err != nil {
+			return err
+		}
+		tarRefs[ref] = img
 	}
-	if err := tarball.WriteToFile(filepath.Join(out, "kptr.tar"), ref, img); err != nil {
+	if err := tarball.MultiRefWriteToFile(filepath.Join(out, "kptr.tar"), tarRefs); err != nil {
 		return errors.Join(errors.New("writing tarball"), err)
 	}
 	return nil

@@ -144,7 +144,7 @@ func startChain(t testing.TB, f *fns, work string, operatorEnv map[string]string
 	copyFile(t, argocdBinary(t), bin, 0o755)
 	// On the repo-server's PATH in Argo CD's image (its Dockerfile copies it
 	// from hack/): the repo-server runs it on every checkout.
-	copyFile(t, ".argo-cd/hack/git-verify-wrapper.sh", filepath.Join(base, "git-verify-wrapper.sh"), 0o755)
+	copyFile(t, filepath.Join(argocdSource(t), "hack", "git-verify-wrapper.sh"), filepath.Join(base, "git-verify-wrapper.sh"), 0o755)
 	for _, d := range []string{"tmp", "home"} {
 		os.Mkdir(filepath.Join(base, d), 0o700)
 	}

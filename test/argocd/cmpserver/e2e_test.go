@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -61,30 +62,39 @@ var (
 	argocdOnce sync.Once
 	argocdPath string
 	argocdErr  error
+	// argocdRequire finds the Argo CD version in go.mod's require block.
+	argocdRequire = regexp.MustCompile(`(?m)^\tgithub\.com/argoproj/argo-cd/v3 (v\S+)$`)
 )
 
 // argocdBinary returns Argo CD's multi-call binary (main.go: argv[0]
 // argocd-repo-server or argocd-cmp-server), ARGOCD_BIN or built once per
 // Argo CD version and content of this module into ~/.cache/kptr-test, the
-// path `make argocd` builds. Building needs GOEXPERIMENT=jsonv2 and
-// ../argocd-src.sh's layout (`make argocd-src`), as compiling this test does.
+// path `make argocd` builds (same key: the version go.mod requires and the
+// hash of go.mod, go.sum and main.go). `go test` puts its own toolchain's
+// bin first in PATH, so the build below uses the toolchain go.mod names.
 func argocdBinary(t testing.TB) string {
 	if p := os.Getenv("ARGOCD_BIN"); p != "" {
 		return p
 	}
 	argocdOnce.Do(func() {
 		h := sha256.New()
-		for _, f := range []string{"go.mod", "go.sum", "main.go", "../argocd-src.sh", "../go126.py"} {
+		version := ""
+		for _, f := range []string{"go.mod", "go.sum", "main.go"} {
 			b, err := os.ReadFile(f)
 			if err != nil {
 				argocdErr = err
 				return
 			}
 			h.Write(b)
+			if f == "go.mod" {
+				if m := argocdRequire.FindSubmatch(b); m != nil {
+					version = string(m[1])
+				}
+			}
 		}
-		version := ""
-		if b, err := os.ReadFile(".argo-cd/VERSION"); err == nil {
-			version = "v" + strings.TrimSpace(string(b))
+		if version == "" {
+			argocdErr = fmt.Errorf("go.mod requires no github.com/argoproj/argo-cd/v3")
+			return
 		}
 		home, _ := os.UserHomeDir()
 		argocdPath = filepath.Join(home, ".cache", "kptr-test", "argocd-"+version+"-"+hex.EncodeToString(h.Sum(nil))[:16])
@@ -107,6 +117,29 @@ func argocdBinary(t testing.TB) string {
 		t.Fatal(argocdErr)
 	}
 	return argocdPath
+}
+
+var (
+	argocdSourceOnce sync.Once
+	argocdSourceDir  string
+	argocdSourceErr  error
+)
+
+// argocdSource is the directory of the Argo CD module go.mod requires, as
+// the go command extracted it into the module cache (read-only), for the
+// files the binary does not carry (hack/git-verify-wrapper.sh).
+func argocdSource(t testing.TB) string {
+	argocdSourceOnce.Do(func() {
+		out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/argoproj/argo-cd/v3").Output()
+		argocdSourceDir = strings.TrimSpace(string(out))
+		if err != nil || argocdSourceDir == "" {
+			argocdSourceErr = fmt.Errorf("go list -m github.com/argoproj/argo-cd/v3: %q, %v", out, err)
+		}
+	})
+	if argocdSourceErr != nil {
+		t.Fatal(argocdSourceErr)
+	}
+	return argocdSourceDir
 }
 
 // server is one running argocd-cmp-server with kptr as its plugin.

@@ -1,12 +1,15 @@
 module github.com/kptr-dev/kptr/test/argocd/cmpserver
 
-go 1.26.0
+go 1.27.0
+
+toolchain go1.27.3
 
 require (
 	github.com/argoproj/argo-cd/v3 v3.6.1
 	github.com/google/go-containerregistry v0.22.1
 	github.com/kptr-dev/kptr v0.0.0-00010101000000-000000000000
 	github.com/spf13/cobra v1.10.2
+	google.golang.org/grpc v1.84.0
 	google.golang.org/protobuf v1.36.12
 	k8s.io/klog/v2 v2.140.0
 )
@@ -164,7 +167,6 @@ require (
 	google.golang.org/genproto v0.0.0-20260319201613-d00831a3d3e7 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20260819154853-08b0e4226688 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260825221802-da73d73af1c5 // indirect
-	google.golang.org/grpc v1.84.0 // indirect
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/warnings.v0 v0.1.2 // indirect
@@ -237,10 +239,4 @@ replace (
 	k8s.io/sample-apiserver => k8s.io/sample-apiserver v0.37.0
 	k8s.io/sample-cli-plugin => k8s.io/sample-cli-plugin v0.37.0
 	k8s.io/sample-controller => k8s.io/sample-controller v0.37.0
-)
-
-// Argo CD v3.6.1 as ../argocd-src.sh lays it out for Go 1.26 (`make argocd`).
-replace (
-	github.com/argoproj/argo-cd/gitops-engine/v3 => ./.argo-cd/gitops-engine
-	github.com/argoproj/argo-cd/v3 => ./.argo-cd
 )

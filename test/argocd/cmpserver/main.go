@@ -7,8 +7,10 @@
 // to keep the cold build short.
 //
 // This directory is its own Go module: it copies Argo CD's replace block and
-// keeps Argo CD's dependency tree out of kptr's go.mod. Argo CD v3.6 needs
-// ../argocd-src.sh to build with Go 1.26 (see there; `make argocd` runs it).
+// keeps Argo CD's dependency tree out of kptr's go.mod. Argo CD v3.6 declares
+// Go 1.27, so this module (and only this one: kptr stays on Go 1.26) builds
+// with the toolchain its go.mod names, go1.27.3, fetched by the go command
+// from the module proxy; Argo CD's source is used as published, unpatched.
 package main
 
 import (

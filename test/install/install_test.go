@@ -1,0 +1,159 @@
+// Package install tests the Makefile's install, install-kpt-link and
+// uninstall targets: staged with DESTDIR into a temporary directory, with the
+// binary built there too (BIN), so the work tree's bin/kptr is not touched.
+package install
+
+import (
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+const prefix = "/opt/kptr-test"
+
+// makeTarget runs `make TARGET` in the repository with DESTDIR and PREFIX set
+// and the binary built at bin; it returns the combined output and the error.
+func makeTarget(t *testing.T, target, destdir, bin string) (string, error) {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("make", "--no-print-directory", "-C", root, target,
+		"DESTDIR="+destdir, "PREFIX="+prefix, "BIN="+bin)
+	cmd.Env = withoutMake(os.Environ())
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// files lists every path under dir (relative, with "/" after directories'
+// names left out) and, for symbolic links, " -> TARGET".
+func files(t *testing.T, dir string) []string {
+	t.Helper()
+	var got []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if d.Type()&fs.ModeSymlink != 0 {
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			rel += " -> " + target
+		}
+		got = append(got, rel)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(got)
+	return got
+}
+
+func TestInstallStagesBinaryAndCompletions(t *testing.T) {
+	dest := t.TempDir()
+	bin := filepath.Join(t.TempDir(), "kptr")
+	if out, err := makeTarget(t, "install", dest, bin); err != nil {
+		t.Fatalf("make install: %v\n%s", err, out)
+	}
+	p := dest + prefix
+	want := []string{
+		"opt/kptr-test/bin/kptr",
+		"opt/kptr-test/share/bash-completion/completions/kptr",
+		"opt/kptr-test/share/fish/vendor_completions.d/kptr.fish",
+		"opt/kptr-test/share/zsh/site-functions/_kptr",
+	}
+	if got := files(t, dest); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("installed files:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	st, err := os.Stat(p + "/bin/kptr")
+	if err != nil || st.Mode().Perm() != 0o755 {
+		t.Fatalf("bin/kptr: %v, mode %v, want 0755", err, st.Mode())
+	}
+	out, err := exec.Command(p+"/bin/kptr", "version").Output()
+	if err != nil || !strings.HasPrefix(string(out), "kptr ") {
+		t.Fatalf("installed kptr version: %v, %q", err, out)
+	}
+	// Each completion is cobra's script for kptr in that shell's own syntax.
+	for file, marker := range map[string]string{
+		"share/bash-completion/completions/kptr":    "complete -o default -F __start_kptr kptr",
+		"share/zsh/site-functions/_kptr":            "#compdef kptr",
+		"share/fish/vendor_completions.d/kptr.fish": "complete -c kptr ",
+	} {
+		b, err := os.ReadFile(filepath.Join(p, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), marker) {
+			t.Errorf("%s lacks %q", file, marker)
+		}
+		if st, _ := os.Stat(filepath.Join(p, file)); st.Mode().Perm() != 0o644 {
+			t.Errorf("%s: mode %v, want 0644", file, st.Mode().Perm())
+		}
+	}
+
+	// install-kpt-link adds kpt -> kptr next to it, relative so the staged
+	// tree works wherever it is unpacked; invoked through it, kptr is kpt.
+	if out, err := makeTarget(t, "install-kpt-link", dest, bin); err != nil {
+		t.Fatalf("make install-kpt-link: %v\n%s", err, out)
+	}
+	if target, err := os.Readlink(p + "/bin/kpt"); err != nil || target != "kptr" {
+		t.Fatalf("bin/kpt: %q, %v; want a link to kptr", target, err)
+	}
+	out, err = exec.Command(p+"/bin/kpt", "version").Output()
+	if err != nil || strings.HasPrefix(string(out), "kptr ") || !strings.Contains(string(out), "\nkptr ") {
+		t.Fatalf("kpt version through the link: %v, %q; want kpt's release line, then kptr's", err, out)
+	}
+
+	if out, err := makeTarget(t, "uninstall", dest, bin); err != nil {
+		t.Fatalf("make uninstall: %v\n%s", err, out)
+	}
+	if got := files(t, dest); len(got) != 0 {
+		t.Errorf("left after uninstall: %v", got)
+	}
+}
+
+func TestInstallKptLinkKeepsAnotherKpt(t *testing.T) {
+	dest := t.TempDir()
+	bin := filepath.Join(t.TempDir(), "kptr")
+	kpt := dest + prefix + "/bin/kpt"
+	if err := os.MkdirAll(filepath.Dir(kpt), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(kpt, []byte("#!/bin/sh\necho the real kpt\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err := makeTarget(t, "install-kpt-link", dest, bin)
+	if err == nil || !strings.Contains(out, kpt+" exists and is not a link to kptr") {
+		t.Fatalf("make install-kpt-link over a kpt binary: %v\n%s", err, out)
+	}
+	if b, err := os.ReadFile(kpt); err != nil || string(b) != "#!/bin/sh\necho the real kpt\n" {
+		t.Fatalf("the existing kpt changed: %q, %v", b, err)
+	}
+	// uninstall removes kptr and leaves that kpt alone.
+	if out, err := makeTarget(t, "uninstall", dest, bin); err != nil {
+		t.Fatalf("make uninstall: %v\n%s", err, out)
+	}
+	if got := files(t, dest); strings.Join(got, " ") != "opt/kptr-test/bin/kpt" {
+		t.Errorf("after uninstall: %v, want only the other kpt", got)
+	}
+}
+
+// withoutMake drops the variables a make running `go test` passes down
+// (MAKEFLAGS, MFLAGS, MAKELEVEL): the make this test starts is its own.
+func withoutMake(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "MAKEFLAGS=") && !strings.HasPrefix(kv, "MFLAGS=") && !strings.HasPrefix(kv, "MAKELEVEL=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
