@@ -14,13 +14,15 @@ const (
 
 // Limits bound what one run may use.
 type Limits struct {
-	// Memory in bytes, enforced through the memory cgroup when cgroups are
-	// delegated (see Features.Cgroups); 0 means no limit.
+	// Memory in bytes, enforced by the namespace tier through the memory
+	// cgroup when cgroups are delegated (see Features.Cgroups), by the
+	// landlock tier through RLIMIT_DATA and its watchdog; 0 means no limit.
 	Memory int64
 	// Pids bounds the processes of a run: RLIMIT_NPROC inside the run's own
 	// user namespace always, and the pids cgroup when delegated.
 	Pids int64
-	// TmpSize bounds each tmpfs (/tmp, $HOME) in bytes.
+	// TmpSize bounds each tmpfs (/tmp, $HOME) in bytes; the landlock
+	// tier's run directory (its $HOME and $TMPDIR) holds twice as much.
 	TmpSize int64
 	// NoFile is RLIMIT_NOFILE; 0 keeps kptr's own.
 	NoFile uint64

@@ -30,10 +30,15 @@ type RunError struct {
 func (e *RunError) Error() string { return e.Image + ": " + e.Err.Error() }
 func (e *RunError) Unwrap() error { return e.Err }
 
-// ErrTimeout and ErrOutputLimit are the limits a run can be killed by.
+// ErrTimeout, ErrOutputLimit, ErrMemoryLimit and ErrDiskLimit are the
+// limits a run can be killed by (the last two: where a tier ends a run
+// that crosses Limits rather than failing its allocation or write, as the
+// landlock tier's watchdog does).
 var (
 	ErrTimeout     = errors.New("timed out")
 	ErrOutputLimit = errors.New("output limit exceeded")
+	ErrMemoryLimit = errors.New("memory limit exceeded")
+	ErrDiskLimit   = errors.New("disk limit exceeded")
 )
 
 // wait waits for the run r reaps, enforcing the timeout, the context and
@@ -50,7 +55,7 @@ func Wait(ctx context.Context, timeout time.Duration, sio *Stdio, r *Reaper) (Re
 	case <-timer.C:
 		cause = fmt.Errorf("%w after %s", ErrTimeout, timeout)
 	case <-ctx.Done():
-		cause = ctx.Err()
+		cause = context.Cause(ctx) // ctx.Err() unless a watchdog said why
 	case <-sio.overflow:
 		cause = fmt.Errorf("%w: more than %d bytes on %s", ErrOutputLimit, sio.Max, sio.overflowName())
 	}

@@ -30,8 +30,9 @@ type confineSpec struct {
 	// UID and GID the function runs as when kptr is root (never 0); -1
 	// keeps kptr's own.
 	UID, GID int
-	// NoFile and FSize are RLIMIT_NOFILE and RLIMIT_FSIZE (0: unchanged).
-	NoFile, FSize uint64
+	// NoFile, FSize and Data are RLIMIT_NOFILE, RLIMIT_FSIZE and
+	// RLIMIT_DATA (0: unchanged).
+	NoFile, FSize, Data uint64
 	// NoMetadata refuses MetadataCalls: the function's uid owns the image.
 	NoMetadata bool
 	// Pids bounds the processes the function may add to those its uid
@@ -46,7 +47,7 @@ func applyConfinement(spec confineSpec) error {
 	for _, l := range []struct {
 		res int
 		val uint64
-	}{{unix.RLIMIT_NOFILE, spec.NoFile}, {unix.RLIMIT_FSIZE, spec.FSize}, {unix.RLIMIT_CORE, 0}} {
+	}{{unix.RLIMIT_NOFILE, spec.NoFile}, {unix.RLIMIT_FSIZE, spec.FSize}, {unix.RLIMIT_DATA, spec.Data}, {unix.RLIMIT_CORE, 0}} {
 		if l.val == 0 && l.res != unix.RLIMIT_CORE {
 			continue
 		}

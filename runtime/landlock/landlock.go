@@ -213,6 +213,7 @@ func (l *Sandbox) plan(b cache.Bundle, inv runtime.Invocation, runDir string) (c
 			OwnProc:   true,
 		},
 		NoFile: l.limits.NoFile, FSize: uint64(max(l.limits.TmpSize, 0)), Pids: uint64(max(l.limits.Pids, 0)),
+		Data: uint64(max(l.limits.Memory, 0)),
 	}
 	var st unix.Stat_t
 	if err := unix.Stat(rootfs, &st); err != nil {
@@ -249,6 +250,13 @@ func (l *Sandbox) run(ctx context.Context, b cache.Bundle, inv runtime.Invocatio
 	if err != nil {
 		return runtime.Result{}, err
 	}
+	// The owner lock, held while the run directory exists: a kptr killed
+	// mid-run (Argo CD's SIGKILL) leaves it free, and the next kptr removes
+	// the directory at once (runtime.PruneStale).
+	if err := runtime.HoldOwnerLock(l.stateDir); err != nil {
+		return runtime.Result{}, fmt.Errorf("run directory: %w", err)
+	}
+	defer runtime.ReleaseOwnerLock(l.stateDir)
 	if err := makeRunDir(runDir, spec.UID, spec.GID); err != nil {
 		return runtime.Result{}, fmt.Errorf("run directory: %w", err)
 	}
@@ -297,7 +305,14 @@ func (l *Sandbox) run(ctx context.Context, b cache.Bundle, inv runtime.Invocatio
 		// A launcher that cannot end the run in time is killed.
 		escalate = time.AfterFunc(launcherGrace, func() { _ = launcher.Kill() })
 	})
+	// The watchdog ends the run through ctx when it crosses its memory or
+	// disk bound (watch.go).
+	ctx, stopRun := context.WithCancelCause(ctx)
+	defer stopRun(nil)
+	watchDone := make(chan struct{})
+	go watchRun(watchDone, launcher.Pid, runDir, l.limits.Memory, runDirBytes(l.limits), stopRun)
 	res, err := runtime.Wait(ctx, timeout, sio, r)
+	close(watchDone)
 	if escalate != nil {
 		escalate.Stop()
 	}
@@ -318,7 +333,7 @@ func (l *Sandbox) launch(spec confineSpec) (*nsinit.Landlock, error) {
 		return nil, seccomp.ErrUnsupported
 	}
 	ll := &nsinit.Landlock{
-		UID: spec.UID, GID: spec.GID, NoFile: spec.NoFile, FSize: spec.FSize,
+		UID: spec.UID, GID: spec.GID, NoFile: spec.NoFile, FSize: spec.FSize, Data: spec.Data,
 		Dir: spec.Dir, Path: spec.Exec.Path, Args: spec.Exec.Argv, Env: spec.Env,
 		Seccomp: seccomp.Filter(spec.seccompPolicy()),
 	}
@@ -331,7 +346,7 @@ func (l *Sandbox) launch(spec confineSpec) (*nsinit.Landlock, error) {
 		ll.NProc = uint64(tasksOf(uid)) + spec.Pids
 	}
 	if spec.Policy.OwnProc {
-		ll.ProcRights = procRights
+		ll.ProcFiles = procFiles
 	}
 	rs, err := spec.Policy.ruleset(spec.ABI)
 	if err != nil {

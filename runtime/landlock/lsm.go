@@ -1,6 +1,7 @@
 package landlock
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"unsafe"
@@ -41,6 +42,10 @@ const (
 	abiNet      = 4 // 6.7: TCP bind and connect
 	abiIoctlDev = 5 // 6.10: ioctl on devices
 	abiScope    = 6 // 6.12: signals and abstract unix sockets scoped to the domain
+	// 9 (merged for Linux 7.1): connect and sendto on a pathname UNIX
+	// socket are a file system access (LANDLOCK_ACCESS_FS_RESOLVE_UNIX):
+	// handled, never granted outside the run directory.
+	abiResolveUnix = 9
 )
 
 // landlockKernel names the first Linux release with each ABI version.
@@ -62,6 +67,9 @@ func fsRights(abi int) uint64 {
 	}
 	if abi >= abiIoctlDev {
 		r |= unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
+	}
+	if abi >= abiResolveUnix {
+		r |= unix.LANDLOCK_ACCESS_FS_RESOLVE_UNIX
 	}
 	return r
 }
@@ -86,8 +94,8 @@ type landlockPolicy struct {
 	DevRW     []string // files (devices) that may be read and written
 	DevRead   []string // files that may be read (devices, the host's resolver configuration)
 	Network   bool     // leave TCP alone (Invocation.Network)
-	// OwnProc lets the process read its own /proc/<pid> (status, fd, maps;
-	// the pid is the caller's, which execve keeps), not its children's.
+	// OwnProc lets the process read procFiles of its own /proc/<pid> (the
+	// pid is the caller's, which execve keeps), nothing else of /proc.
 	OwnProc bool
 }
 
@@ -100,8 +108,11 @@ func (p landlockPolicy) restrictSelf(abi int) error {
 	}
 	defer unix.Close(rs)
 	if p.OwnProc {
-		if err := addPathRule(rs, fmt.Sprintf("/proc/%d", os.Getpid()), procRights); err != nil {
-			return err
+		for _, f := range procFiles {
+			err := addPathRule(rs, fmt.Sprintf("/proc/%d/%s", os.Getpid(), f), procRights)
+			if err != nil && !errors.Is(err, unix.ENOENT) {
+				return err
+			}
 		}
 	}
 	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(rs), 0, 0); errno != 0 {
@@ -110,7 +121,17 @@ func (p landlockPolicy) restrictSelf(abi int) error {
 	return nil
 }
 
-// procRights are what OwnProc grants on the process's own /proc/<pid>.
+// procFiles are what a landlock-tier function may read of its own
+// /proc/<pid> (OwnProc): what Go, Python and Node read of their own process
+// (strace of each starting a child and allocating: Node reads maps, as
+// glibc's pthread_getattr_np does; Go and Node also try cgroup and
+// mountinfo and do without) and the usual self-inspection files. Not the
+// directory itself: its net/ lists the host's UNIX sockets by path and its
+// mountinfo and mounts the host's mount table; not cgroup (the host's
+// cgroup path), environ, task/, ns/ or another process's directory.
+var procFiles = []string{"auxv", "cmdline", "comm", "fd", "limits", "maps", "stat", "statm", "status"}
+
+// procRights are what OwnProc grants on each of procFiles (fd: listing it).
 const procRights = unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_READ_DIR
 
 // ruleset is p as a Landlock ruleset descriptor, but for OwnProc (the rule

@@ -17,9 +17,10 @@
 // as posix_spawn does): in a new session it lowers the rlimits, sets
 // oom_score_adj, the umask and the working directory, becomes the
 // function's uid when kptr is root (bounding set emptied first), re-arms the
-// parent-death signal, sets no_new_privs, adds its own /proc/<pid> to the
-// Landlock ruleset kptr built and passed (the rest of the policy), restricts
-// itself with it, loads kptr's seccomp program and executes the function.
+// parent-death signal, sets no_new_privs, adds the files of its own
+// /proc/<pid> that language runtimes read (kptr names them) to the Landlock
+// ruleset kptr built and passed (the rest of the policy), restricts itself
+// with it, loads kptr's seccomp program and executes the function.
 //
 // Descriptors: the spec (N, from _KPTR_LANDLOCK), the status pipe (N+1) and
 // the ruleset (N+2). The confiner writes why the function could not be
@@ -55,11 +56,11 @@
 struct llspec {
 	uint32_t parent;
 	int32_t uid, gid; // -1: keep kptr's
-	uint64_t nofile, fsize, nproc; // 0: unchanged
-	uint64_t proc_rights; // Landlock rights on its own /proc/<pid>; 0: none
+	uint64_t nofile, fsize, nproc, data; // 0: unchanged
 	const char *dir, *path;
-	uint32_t nargs, nenv, nfilter;
+	uint32_t nargs, nenv, nfilter, nproc_files;
 	char **args, **env;
+	const char **proc_files; // names in its own /proc/<pid> it may read
 	struct sock_filter *filter;
 };
 
@@ -89,7 +90,11 @@ static void parse(const char *buf, size_t len, struct llspec *s)
 	s->nofile = u64(&c);
 	s->fsize = u64(&c);
 	s->nproc = u64(&c);
-	s->proc_rights = u64(&c);
+	s->data = u64(&c);
+	s->proc_files = strs(&c, &s->nproc_files, "proc file count");
+	for (uint32_t i = 0; i < s->nproc_files; i++)
+		if (s->proc_files[i][0] == 0 || s->proc_files[i][0] == '.' || strchr(s->proc_files[i], '/') != NULL)
+			bad("proc file not a plain name");
 	s->dir = str(&c);
 	s->path = str(&c);
 	if (s->dir[0] != '/' || s->path[0] != '/')
@@ -140,6 +145,8 @@ static int confiner(void *arg)
 	lower(RLIMIT_CORE, 0, "core");
 	if (s->nproc)
 		lower(RLIMIT_NPROC, s->nproc, "nproc");
+	if (s->data)
+		lower(RLIMIT_DATA, s->data, "data");
 	// The kernel's OOM killer picks the function before the sidecar.
 	fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
 	if (fd >= 0) {
@@ -169,16 +176,25 @@ static int confiner(void *arg)
 		fail(errno, "parent-death signal", NULL);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		fail(errno, "no_new_privs", NULL);
-	if (s->proc_rights) {
-		// Its own /proc/<pid> (status, fd, maps; execve keeps the pid):
-		// only this process knows it.
-		struct landlock_path_beneath_attr a = {.allowed_access = s->proc_rights};
-		int pfd = open("/proc/self", O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (pfd < 0)
-			fail(errno, "landlock rule for", "/proc/self");
+	// The named files of its own /proc/<pid> (execve keeps the pid): only
+	// this process knows it. Not the directory: its net/ lists the host's
+	// sockets, its mountinfo the host's mounts. A file this kernel lacks is
+	// skipped.
+	for (uint32_t i = 0; i < s->nproc_files; i++) {
+		char p[64];
+		struct stat st;
+		struct landlock_path_beneath_attr a = {.allowed_access = LANDLOCK_ACCESS_FS_READ_FILE};
+		snprintf(p, sizeof(p), "/proc/self/%s", s->proc_files[i]);
+		int pfd = open(p, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (pfd < 0 && errno == ENOENT)
+			continue;
+		if (pfd < 0 || fstat(pfd, &st) < 0)
+			fail(errno, "landlock rule for", p);
+		if (S_ISDIR(st.st_mode))
+			a.allowed_access |= LANDLOCK_ACCESS_FS_READ_DIR; // fd/: its own descriptors
 		a.parent_fd = pfd;
 		if (syscall(SYS_landlock_add_rule, rulesetfd, LANDLOCK_RULE_PATH_BENEATH, &a, 0) < 0)
-			fail(errno, "landlock rule for", "/proc/self");
+			fail(errno, "landlock rule for", p);
 		close(pfd);
 	}
 	if (syscall(SYS_landlock_restrict_self, rulesetfd, 0) < 0)

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -26,12 +27,14 @@ type Landlock struct {
 	// UID and GID the function runs as (kptr is root; never 0); -1 keeps
 	// the caller's.
 	UID, GID int
-	// NoFile, FSize and NProc are RLIMIT_NOFILE, RLIMIT_FSIZE and
-	// RLIMIT_NPROC, lowered to these (0: unchanged). RLIMIT_CORE is 0.
-	NoFile, FSize, NProc uint64
-	// ProcRights are the Landlock rights the confiner adds on its own
-	// /proc/<pid> (0: none).
-	ProcRights uint64
+	// NoFile, FSize, NProc and Data are RLIMIT_NOFILE, RLIMIT_FSIZE,
+	// RLIMIT_NPROC and RLIMIT_DATA, lowered to these (0: unchanged).
+	// RLIMIT_CORE is 0.
+	NoFile, FSize, NProc, Data uint64
+	// ProcFiles are names in the confiner's own /proc/<pid> (plain names:
+	// "status", "fd") it may read: the confiner adds a Landlock rule for
+	// each (a directory's entries too); one the kernel lacks is skipped.
+	ProcFiles []string
 	// Dir is the working directory, Path the program executed with Args and
 	// exactly Env: host paths.
 	Dir, Path string
@@ -81,8 +84,8 @@ func StartLandlock(l *Landlock, exe string, stdin, stdout, stderr, status *os.Fi
 
 // encodeLandlock is the launcher's spec as landlock.c's parser reads it:
 // u32 magic, u32 length of the body, then u32 parent pid, i32 uid, i32 gid,
-// u64 nofile, u64 fsize, u64 nproc, u64 proc rights, str dir, str path,
-// strs args, strs env, u32 n, n × struct sock_filter.
+// u64 nofile, u64 fsize, u64 nproc, u64 data, strs proc files, str dir,
+// str path, strs args, strs env, u32 n, n × struct sock_filter.
 func encodeLandlock(l *Landlock, parent int) ([]byte, error) {
 	e := encoder{b: make([]byte, 8, 4096)}
 	binary.NativeEndian.PutUint32(e.b, C.LLINIT_MAGIC)
@@ -98,7 +101,13 @@ func encodeLandlock(l *Landlock, parent int) ([]byte, error) {
 	e.u64(l.NoFile)
 	e.u64(l.FSize)
 	e.u64(l.NProc)
-	e.u64(l.ProcRights)
+	e.u64(l.Data)
+	for _, f := range l.ProcFiles {
+		if f == "" || f[0] == '.' || strings.ContainsRune(f, '/') {
+			e.fail("proc file", fmt.Sprintf("%q is not a plain name", f))
+		}
+	}
+	e.strs("proc files", l.ProcFiles)
 	e.abs("dir", l.Dir)
 	e.abs("path", l.Path)
 	if len(l.Args) == 0 {

@@ -1,0 +1,310 @@
+package runtime_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kptr-dev/kptr/runtime"
+)
+
+// Issue 21, items 1-3, asserted against both tiers: a function reaches no
+// host UNIX socket, its memory and its scratch space are bounded by the
+// same Limits, and a kptr killed mid-run leaves nothing the next kptr does
+// not remove at once.
+
+// tierWith is the tier named name opened again with opts (other limits,
+// another state directory).
+func tierWith(t *testing.T, name string, opts ...runtime.Option) tier {
+	t.Helper()
+	rt, ok := runtime.Lookup(name)
+	if !ok {
+		t.Fatalf("no tier %s", name)
+	}
+	sb, err := rt.Open(opts...)
+	must(t, err)
+	t.Cleanup(func() { sb.Close() })
+	return tier{name, sb}
+}
+
+// privateRSS is RssAnon + RssShmem of /proc/<pid>/status, in bytes.
+func privateRSS(pid int) int64 {
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	var sum int64
+	for _, l := range strings.Split(string(b), "\n") {
+		for _, k := range []string{"RssAnon:", "RssShmem:"} {
+			if v, ok := strings.CutPrefix(l, k); ok {
+				if fs := strings.Fields(v); len(fs) > 0 {
+					kb, _ := strconv.ParseInt(fs[0], 10, 64)
+					sum += kb << 10
+				}
+			}
+		}
+	}
+	return sum
+}
+
+// unixListeners are a host's UNIX sockets a function must not reach: a
+// pathname stream listener and datagram socket anyone may write to (as
+// ssh-agent's, docker's or another plugin's would be to the function's uid)
+// and an abstract stream listener. reached counts connections accepted and
+// datagrams received.
+type unixListeners struct {
+	stream, dgram, abstract string
+	reached                 atomic.Int64
+}
+
+func listenUnix(t *testing.T) *unixListeners {
+	t.Helper()
+	dir := filepath.Join(testTmp, fmt.Sprintf("sockets-%d", time.Now().UnixNano()))
+	must(t, os.MkdirAll(dir, 0o755))
+	u := &unixListeners{stream: filepath.Join(dir, "agent.sock"), dgram: filepath.Join(dir, "log.sock"),
+		abstract: fmt.Sprintf("@kptr-test-%d-%d", os.Getpid(), time.Now().UnixNano())}
+	for _, addr := range []string{u.stream, u.abstract} {
+		l, err := net.Listen("unix", addr)
+		must(t, err)
+		t.Cleanup(func() { l.Close() })
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				u.reached.Add(1)
+				c.Close()
+			}
+		}()
+	}
+	d, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: u.dgram, Net: "unixgram"})
+	must(t, err)
+	t.Cleanup(func() { d.Close() })
+	go func() {
+		buf := make([]byte, 64)
+		for {
+			if _, _, err := d.ReadFrom(buf); err != nil {
+				return
+			}
+			u.reached.Add(1)
+		}
+	}()
+	// Writable by every uid, as a socket of the function's own uid is.
+	must(t, os.Chmod(u.stream, 0o777))
+	must(t, os.Chmod(u.dgram, 0o777))
+	return u
+}
+
+// No function reaches a host UNIX socket, with or without the network: no
+// stream connect, no datagram sent (by a socket, or by a socketpair's
+// datagram end connected or addressed to it), pathname or abstract; a
+// stream socketpair (what runtimes use) still works.
+func TestTiersNoHostUnixSocket(t *testing.T) {
+	u := listenUnix(t)
+	forEachTier(t, func(t *testing.T, tr tier) {
+		for _, inv := range []runtime.Invocation{{}, {Network: true}, {AsCurrentUser: true}} {
+			before := u.reached.Load()
+			socks := []string{u.stream, u.dgram, u.abstract}
+			if tr.name == "namespace" && inv.Network {
+				// Not this test's: the namespace tier's networked runs share
+				// the host's network namespace, and so its abstract sockets.
+				socks = socks[:2]
+			}
+			res, f := runTier(t, tr, inv, append([]string{"unix"}, socks...)...)
+			time.Sleep(100 * time.Millisecond) // let a datagram arrive
+			if n := u.reached.Load() - before; n > 0 {
+				t.Errorf("%s (network %v): a host UNIX socket was reached %d times:\n%s", tr.name, inv.Network, n, res.Stdout)
+			}
+			for k, v := range f {
+				if strings.Contains(k, "/") && v == "ok" && !strings.HasPrefix(k, "pair-seqpacket-sendto ") {
+					t.Errorf("%s (network %v): %s: %s", tr.name, inv.Network, k, v)
+				}
+			}
+			if f["socketpair stream"] != "ok" {
+				t.Errorf("%s: a stream socketpair must work: %q", tr.name, f["socketpair stream"])
+			}
+		}
+	})
+}
+
+// A run's memory is bounded by Limits.Memory in both tiers, held by one
+// process or by many that each stay below it: sampled from the host, the
+// resident memory of the run's processes never exceeds the limit by more
+// than what one watchdog interval lets through, and the run does not
+// succeed. The namespace tier's memory cgroup (where delegated) kills
+// processes as the run crosses it; the landlock tier's RLIMIT_DATA fails
+// one process's allocation and its watchdog ends a run whose processes
+// together cross it (ErrMemoryLimit). A run within the limit succeeds.
+func TestTiersMemoryBound(t *testing.T) {
+	const limit = 256 << 20
+	forEachTier(t, func(t *testing.T, tr tier) {
+		if degraded(tr, "cgroups") {
+			t.Skip("the namespace tier enforces memory through cgroups, not delegated here (kptr doctor: cgroups degraded)")
+		}
+		tr = tierWith(t, tr.name, runtime.WithLimits(runtime.Limits{Memory: limit, Pids: 64, TmpSize: 64 << 20}))
+		res, err := tr.r.Run(context.Background(), bundle(t, "alloc", "64"), runtime.Invocation{})
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("%s: 64 MiB within a 256 MiB limit: %v exit %d %q", tr.name, err, res.ExitCode, res.Stderr)
+		}
+		for _, args := range [][]string{{"alloc", "600"}, {"allocfork", "6", "100"}} {
+			marker := fmt.Sprintf("mem-%s-%d-%d", tr.name, os.Getpid(), time.Now().UnixNano())
+			done := make(chan struct{})
+			var peak int64
+			go func() {
+				defer close(done)
+				for {
+					var sum int64
+					for _, p := range processesWith(marker) {
+						pid, _ := strconv.Atoi(strings.SplitN(p, ":", 2)[0])
+						sum += privateRSS(pid)
+					}
+					peak = max(peak, sum)
+					select {
+					case <-stopSampling:
+						return
+					case <-time.After(10 * time.Millisecond):
+					}
+				}
+			}()
+			start := time.Now()
+			res, err := tr.r.Run(context.Background(), bundle(t, append(args, marker)...), runtime.Invocation{Timeout: 8 * time.Second})
+			stopSampling <- struct{}{}
+			<-done
+			t.Logf("%s %v: %v exit %d in %s, peak %d MiB, stdout %q, stderr %.200q", tr.name, args, err, res.ExitCode,
+				time.Since(start).Round(time.Millisecond), peak>>20, res.Stdout, res.Stderr)
+			if peak > limit+limit/4 {
+				t.Errorf("%s %v: the run held %d MiB, limit %d MiB", tr.name, args, peak>>20, limit>>20)
+			}
+			if err == nil && res.ExitCode == 0 {
+				t.Errorf("%s %v: succeeded past its memory limit", tr.name, args)
+			}
+			if tr.name == "landlock" && args[0] == "allocfork" && !errors.Is(err, runtime.ErrMemoryLimit) {
+				t.Errorf("landlock %v: want ErrMemoryLimit, got %v", args, err)
+			}
+		}
+	})
+}
+
+var stopSampling = make(chan struct{})
+
+// What a run writes in total to its scratch space is bounded: the namespace
+// tier's tmpfs ($TMPDIR and $HOME, TmpSize each) fill up; the landlock
+// tier's run directory holds at most twice TmpSize, then the run ends with
+// ErrDiskLimit (and its directory is removed).
+func TestTiersDiskBound(t *testing.T) {
+	const tmp = 32 << 20
+	forEachTier(t, func(t *testing.T, tr tier) {
+		dir := filepath.Join(testTmp, "state-disk-"+tr.name)
+		tr = tierWith(t, tr.name, runtime.WithStateDir(dir), runtime.WithLimits(runtime.Limits{Memory: 1 << 30, Pids: 64, TmpSize: tmp}))
+		res, err := tr.r.Run(context.Background(), bundle(t, "fill", "4", "8"), runtime.Invocation{})
+		if err != nil || res.ExitCode != 0 || !strings.Contains(string(res.Stdout), "filled: 32 MiB") {
+			t.Fatalf("%s: 32 MiB within the bound: %v exit %d %q %q", tr.name, err, res.ExitCode, res.Stdout, res.Stderr)
+		}
+		res, err = tr.r.Run(context.Background(), bundle(t, "fill", "40", "8"), runtime.Invocation{Timeout: 30 * time.Second})
+		f := facts(string(res.Stdout))
+		t.Logf("%s: %v exit %d %v", tr.name, err, res.ExitCode, f)
+		filled, _ := strconv.Atoi(strings.TrimSuffix(f["filled"], " MiB"))
+		switch {
+		case errors.Is(err, runtime.ErrDiskLimit):
+		case err == nil && f["filled"] != "" && filled <= 2*tmp>>20:
+		default:
+			t.Errorf("%s: 320 MiB written to a scratch space bounded at %d MiB: %v %v", tr.name, 2*tmp>>20, err, f)
+		}
+		if tr.name == "landlock" && !errors.Is(err, runtime.ErrDiskLimit) {
+			t.Errorf("landlock: want ErrDiskLimit, got %v", err)
+		}
+		assertNoRunState(t, dir)
+	})
+}
+
+// assertNoRunState fails when dir holds anything of a run: only this
+// process's lock and the probes' verdicts may be there.
+func assertNoRunState(t *testing.T, dir string) {
+	t.Helper()
+	des, err := os.ReadDir(dir)
+	must(t, err)
+	for _, de := range des {
+		if n := de.Name(); n != runtime.OwnerName()+".lock" && !strings.HasPrefix(n, "probe-verdict") {
+			t.Errorf("left in the state dir: %s", n)
+		}
+	}
+}
+
+// A kptr SIGKILLed mid-run (Argo CD's deadline) leaves state the next kptr
+// removes at once when it opens the same run-state directory, in both tiers:
+// the run's directory with what the function wrote (landlock), its
+// root and overlay (namespace, libcontainer). The function is gone too.
+func TestTiersKilledKptrLeavesNothing(t *testing.T) {
+	if dir := os.Getenv("KPTR_KILLED_CHILD_STATE"); dir != "" {
+		name, marker := os.Getenv("KPTR_KILLED_CHILD_TIER"), os.Getenv("KPTR_KILLED_CHILD_MARKER")
+		tr := tierWith(t, name, runtime.WithStateDir(dir))
+		go func() {
+			for len(processesWith(marker)) == 0 {
+				time.Sleep(20 * time.Millisecond)
+			}
+			time.Sleep(300 * time.Millisecond) // the function writes
+			fmt.Println("started")
+		}()
+		_, err := tr.r.Run(context.Background(), bundle(t, "fill-sleep", marker, "4", "4"), runtime.Invocation{Timeout: time.Minute})
+		t.Fatalf("the run ended: %v", err)
+	}
+	forEachTier(t, func(t *testing.T, tr tier) {
+		dir := filepath.Join(testTmp, "state-killed-"+tr.name)
+		marker := fmt.Sprintf("killed-%s-%d-%d", tr.name, os.Getpid(), time.Now().UnixNano())
+		cmd := exec.Command(os.Args[0], "-test.run", "^TestTiersKilledKptrLeavesNothing$", "-test.v")
+		cmd.Env = append(os.Environ(), "KPTR_KILLED_CHILD_STATE="+dir, "KPTR_KILLED_CHILD_TIER="+tr.name, "KPTR_KILLED_CHILD_MARKER="+marker)
+		out, err := cmd.StdoutPipe()
+		must(t, err)
+		cmd.Stderr = os.Stderr
+		must(t, cmd.Start())
+		sc := bufio.NewScanner(out)
+		started := false
+		for !started && sc.Scan() {
+			started = strings.Contains(sc.Text(), "started")
+		}
+		if !started {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatal("the function never started")
+		}
+		before := entriesOf(t, dir, cmd.Process.Pid)
+		must(t, cmd.Process.Signal(syscall.SIGKILL))
+		cmd.Wait()
+		for deadline := time.Now().Add(5 * time.Second); len(processesWith(marker)) > 0; time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the function outlived the SIGKILLed kptr: %v", processesWith(marker))
+			}
+		}
+		t.Logf("%s: the killed kptr's entries: %v", tr.name, before)
+		tierWith(t, tr.name, runtime.WithStateDir(dir))
+		if left := entriesOf(t, dir, cmd.Process.Pid); len(left) > 0 {
+			t.Errorf("%s: the next kptr left the killed one's state: %v", tr.name, left)
+			for _, e := range left {
+				runtime.RemoveTree(filepath.Join(dir, e))
+			}
+		}
+	})
+}
+
+// entriesOf lists the entries of dir that belong to the kptr process pid.
+func entriesOf(t *testing.T, dir string, pid int) []string {
+	t.Helper()
+	des, err := os.ReadDir(dir)
+	must(t, err)
+	var out []string
+	for _, de := range des {
+		if strings.HasPrefix(de.Name(), "kptr-"+strconv.Itoa(pid)+"-") {
+			out = append(out, de.Name())
+		}
+	}
+	return out
+}
