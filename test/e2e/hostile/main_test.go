@@ -77,6 +77,9 @@ func setup() (int, error) {
 			return 0, err
 		}
 	}
+	if err := goBuild(repo, filepath.Join(d, "seccompexec"), "./test/e2e/argocd/seccompexec", "CGO_ENABLED=1"); err != nil {
+		return 0, err
+	}
 	return 0, os.Symlink(filepath.Join(d, "kptr"), filepath.Join(d, "kpt"))
 }
 
@@ -99,6 +102,29 @@ func repoRoot() string {
 type identity struct {
 	name string
 	uid  int // -1: the test's own user
+}
+
+// profiles maps an identity's name to the seccomp profile (JSON, as a
+// kubelet reads it) kptr runs under as that identity, loaded by
+// test/e2e/argocd/seccompexec.
+var profiles = map[string]string{"uid999-runtimedefault": runtimeDefault}
+
+// runtimeDefault is containerd's (and Docker's) default seccomp profile:
+// what a pod with seccompProfile RuntimeDefault gets on containerd, Argo
+// CD's own setting for the repo server (sources in its directory's
+// SOURCES.md).
+var runtimeDefault = filepath.Join(repoRoot(), "test/e2e/argocd/testdata/runtime-default/containerd-docker-default.json")
+
+// sidecarIdentities are identities() and, as root, the Argo CD sidecar as
+// it runs under RuntimeDefault on containerd: uid 999, no capabilities,
+// no_new_privs and containerd's default seccomp profile (kptr runs its
+// landlock tier there).
+func sidecarIdentities() []identity {
+	ids := identities()
+	if os.Geteuid() == 0 {
+		ids = append(ids, identity{"uid999-runtimedefault", sidecarUID})
+	}
+	return ids
 }
 
 // identities are root and the sidecar's uid when the suite runs as root,
@@ -126,7 +152,13 @@ type harness struct {
 // forEachIdentity runs body once per identity, each with a fresh harness.
 func forEachIdentity(t *testing.T, body func(t *testing.T, h *harness)) {
 	t.Helper()
-	for _, id := range identities() {
+	forIdentities(t, identities(), body)
+}
+
+// forIdentities is forEachIdentity for the given identities.
+func forIdentities(t *testing.T, ids []identity, body func(t *testing.T, h *harness)) {
+	t.Helper()
+	for _, id := range ids {
 		t.Run(id.name, func(t *testing.T) {
 			body(t, newHarness(t, id))
 		})
@@ -326,6 +358,9 @@ type call struct {
 	dir     string        // working directory (default: base)
 	timeout time.Duration // the case's time bound (default 60s)
 	asKpt   bool          // invoke through the `kpt` link
+	// killWhen, if set, is polled while kptr runs: once true, kptr (its
+	// process alone, as Argo CD does at its deadline) is SIGKILLed.
+	killWhen func() bool
 }
 
 // result is what one kptr run did.
@@ -347,6 +382,9 @@ func (h *harness) kptr(t *testing.T, c call) *result {
 		bin = filepath.Join(binDir, "kpt")
 	}
 	argv := append([]string{bin}, c.args...)
+	if p := profiles[h.id.name]; p != "" {
+		argv = append([]string{filepath.Join(binDir, "seccompexec"), p}, argv...)
+	}
 	if h.id.uid >= 0 {
 		argv = append([]string{"setpriv", "--reuid", fmt.Sprint(h.id.uid), "--regid", fmt.Sprint(h.id.uid),
 			"--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"}, argv...)
@@ -374,7 +412,24 @@ func (h *harness) kptr(t *testing.T, c call) *result {
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	start := time.Now()
-	err := cmd.Run()
+	err := cmd.Start()
+	if err == nil && c.killWhen != nil {
+		killed := make(chan struct{})
+		defer close(killed)
+		go func() {
+			for !c.killWhen() {
+				select {
+				case <-killed:
+					return
+				case <-time.After(20 * time.Millisecond):
+				}
+			}
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+		}()
+	}
+	if err == nil {
+		err = cmd.Wait()
+	}
 	r := &result{argv: argv, stdout: o.String(), stderr: e.String(), elapsed: time.Since(start)}
 	if ctx.Err() != nil {
 		t.Fatalf("%s did not end within %s (killed)\nstderr:\n%s", strings.Join(c.args, " "), timeout, tail(r.stderr))
