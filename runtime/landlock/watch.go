@@ -21,10 +21,16 @@ import (
 // per file) and this watchdog, which kptr runs beside each run. Every
 // watchInterval it sums the resident memory of the run's processes (the
 // launcher's descendants: the launcher is their subreaper, none can leave
-// its tree) and what the run directory holds; the first bound crossed ends
-// the run (every process of it killed, its directory removed) with
-// runtime.ErrMemoryLimit or runtime.ErrDiskLimit. It polls, so a run can overshoot a bound
-// by what it allocates or writes in one interval before it is ended.
+// its tree) and what the run directory holds, with the files the run
+// deleted but holds open (a deleted file keeps its blocks while a
+// descriptor holds it: invisible to a walk of the directory); the first
+// bound crossed ends the run (every process of it killed, its directory
+// removed) with runtime.ErrMemoryLimit or runtime.ErrDiskLimit. It polls,
+// so a run can overshoot a bound by what it allocates or writes in one
+// interval before it is ended. Not counted: a deleted file only mapped (no descriptor
+// left), and, when kptr is not root, the descriptors of a process that made
+// itself non-dumpable (its /proc/<pid>/fd is root's then): the deploy
+// variants' emptyDir sizeLimit bounds the volume in the end.
 
 // watchInterval is the watchdog's pace; a walk that takes longer slows it
 // down (it takes at most a fifth of one core).
@@ -58,20 +64,26 @@ func watchRun(done <-chan struct{}, launcher int, runDir string, memLimit, diskL
 		case <-t.C:
 		}
 		start := time.Now()
+		procs := runTree(launcher)
 		if memLimit > 0 {
-			if rss, n := treeMemory(launcher); rss > memLimit {
-				stop(fmt.Errorf("%w: its %d processes held %d MiB, more than %d MiB", runtime.ErrMemoryLimit, n, rss>>20, memLimit>>20))
+			var rss int64
+			for _, p := range procs {
+				rss += privateRSS(p)
+			}
+			if rss > memLimit {
+				stop(fmt.Errorf("%w: its %d processes held %d MiB, more than %d MiB", runtime.ErrMemoryLimit, len(procs), rss>>20, memLimit>>20))
 				return
 			}
 		}
 		if diskLimit > 0 {
 			used, entries := dirUsage(runDir, runDirEntries+1)
+			used += deletedOpen(procs)
 			switch {
 			case entries > runDirEntries:
 				stop(fmt.Errorf("%w: its run directory ($HOME, $TMPDIR) holds more than %d files", runtime.ErrDiskLimit, runDirEntries))
 				return
 			case used > diskLimit:
-				stop(fmt.Errorf("%w: its run directory ($HOME, $TMPDIR) holds %d MiB, more than %d MiB", runtime.ErrDiskLimit, used>>20, diskLimit>>20))
+				stop(fmt.Errorf("%w: its run directory ($HOME, $TMPDIR) and the deleted files it holds open take %d MiB, more than %d MiB", runtime.ErrDiskLimit, used>>20, diskLimit>>20))
 				return
 			}
 		}
@@ -83,20 +95,16 @@ func watchRun(done <-chan struct{}, launcher int, runDir string, memLimit, diskL
 // bounds them first).
 const maxTree = 1 << 14
 
-// treeMemory sums the private resident memory (anonymous and shared-memory
-// pages: what the process holds, not the page cache of files it maps) of
-// pid's descendants, and counts them. Children are found per thread (a
+// runTree lists pid's descendants. Children are found per thread (a
 // process's children are listed under the thread that forked them).
-func treeMemory(pid int) (int64, int) {
-	var sum int64
-	n := 0
+func runTree(pid int) []int {
+	var out []int
 	queue := []int{pid}
-	for len(queue) > 0 && n < maxTree {
+	for len(queue) > 0 && len(out) < maxTree {
 		p := queue[0]
 		queue = queue[1:]
 		if p != pid {
-			sum += privateRSS(p)
-			n++
+			out = append(out, p)
 		}
 		tasks, _ := os.ReadDir("/proc/" + strconv.Itoa(p) + "/task")
 		for _, task := range tasks {
@@ -111,7 +119,30 @@ func treeMemory(pid int) (int64, int) {
 			}
 		}
 	}
-	return sum, n
+	return out
+}
+
+// deletedOpen is the space taken by regular files without a name (deleted,
+// or memfd) that procs hold open, each file counted once.
+func deletedOpen(procs []int) int64 {
+	type fileID struct{ dev, ino uint64 }
+	seen := map[fileID]bool{}
+	var used int64
+	for _, p := range procs {
+		dir := "/proc/" + strconv.Itoa(p) + "/fd"
+		fds, _ := os.ReadDir(dir)
+		for _, fd := range fds {
+			var st unix.Stat_t
+			if unix.Stat(dir+"/"+fd.Name(), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 0 {
+				continue
+			}
+			if id := (fileID{st.Dev, st.Ino}); !seen[id] {
+				seen[id] = true
+				used += st.Blocks * 512
+			}
+		}
+	}
+	return used
 }
 
 // privateRSS is RssAnon + RssShmem of /proc/<pid>/status, in bytes.
