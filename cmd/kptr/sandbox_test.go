@@ -21,7 +21,7 @@ func TestDoctor(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out.String(), errb.String())
 	}
-	for _, want := range []string{"userns", "mount", "hostname", "proc", "netns", "cgroups", "seccomp", "landlock", "ll-net", "ll-scope", "confine", "paths", "sandbox: usable", "tier: namespace"} {
+	for _, want := range []string{"userns", "mount", "hostname", "proc", "netns", "cgroups", "seccomp", "landlock", "ll-net", "ll-unix", "ll-scope", "confine", "paths", "sandbox: usable", "tier: namespace"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("doctor output lacks %q:\n%s", want, out.String())
 		}

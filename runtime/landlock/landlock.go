@@ -90,10 +90,15 @@ func Probe(stateDir string) []runtime.ProbeResult {
 	}
 	add(runtime.ProbeResult{Name: "landlock", Status: runtime.StatusOK, Detail: fmt.Sprintf("Landlock ABI %d (Linux ≥ %s): file system confined to the image (read, execute) and a private run directory (read, write)", abi, landlockKernel[min(abi, 7)])})
 	if abi >= abiNet {
-		add(runtime.ProbeResult{Name: "ll-net", Status: runtime.StatusOK, Detail: "TCP bind and connect denied by Landlock, other socket families by seccomp"})
+		add(runtime.ProbeResult{Name: "ll-net", Status: runtime.StatusOK, Detail: "TCP bind and connect denied by Landlock, socket(2) refused by seccomp"})
 	} else {
-		add(runtime.ProbeResult{Name: "ll-net", Status: runtime.StatusDegraded, Detail: "no Landlock network rules on this kernel: only the seccomp filter (no sockets but AF_UNIX) keeps functions off the network",
+		add(runtime.ProbeResult{Name: "ll-net", Status: runtime.StatusDegraded, Detail: "no Landlock network rules on this kernel: only the seccomp filter (no socket(2) at all) keeps functions off the network",
 			Fix: "Linux ≥ 6.7 (Landlock ABI 4)"})
+	}
+	if abi >= abiResolveUnix {
+		add(runtime.ProbeResult{Name: "ll-unix", Status: runtime.StatusOK, Detail: "no UNIX socket of the host reachable: socket(AF_UNIX) and datagram socketpairs refused by seccomp, pathname sockets outside the run denied by Landlock (ABI 9)"})
+	} else {
+		add(runtime.ProbeResult{Name: "ll-unix", Status: runtime.StatusOK, Detail: "no UNIX socket of the host reachable: socket(AF_UNIX) and datagram socketpairs refused by seccomp (Landlock governs pathname sockets from ABI 9)"})
 	}
 	if abi >= abiScope {
 		add(runtime.ProbeResult{Name: "ll-scope", Status: runtime.StatusOK, Detail: "signals and abstract unix sockets scoped to the run"})
@@ -112,7 +117,7 @@ func Probe(stateDir string) []runtime.ProbeResult {
 	}
 	add(runtime.ProbeResult{Name: "confine", Status: runtime.StatusOK, Detail: "no_new_privs, Landlock and the seccomp filter applied in a child: host files and AF_INET refused"})
 	add(runtime.ProbeResult{Name: "paths", Status: runtime.StatusDegraded,
-		Detail: "the image is not the function's root: absolute paths resolve against the host and are denied, so functions that read their own image's files by absolute path (or run another of its programs) fail; memory limit not enforced",
+		Detail: "the image is not the function's root: absolute paths resolve against the host and are denied, so functions that read their own image's files by absolute path (or run another of its programs) fail; memory and scratch space bounded by rlimits and a watchdog, not a cgroup and a tmpfs",
 		Fix:    "the namespace tier (kptr doctor's first section says what it needs)"})
 	return out
 }
