@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -115,6 +116,31 @@ w.on("message", () => { console.log("ok", out); w.terminate(); });
 			}
 			if err != nil || res.ExitCode != 0 || strings.TrimSpace(string(res.Stdout)) != "ok 42" {
 				t.Errorf("%s: %v exit %d stdout %q stderr %q", tc.name, err, res.ExitCode, res.Stdout, res.Stderr)
+			}
+		})
+	}
+}
+
+// BenchmarkWatchPoll is one poll of the watchdog (watchRun's work between
+// two ticks) over a run directory of n files (1 KiB each, in 10
+// directories) and this process's tree: what a run costs kptr's CPU every
+// watchInterval.
+func BenchmarkWatchPoll(b *testing.B) {
+	for _, n := range []int{100, 10000} {
+		dir := filepath.Join(testTmp, fmt.Sprintf("watch-%d", n))
+		for i := 0; i < n; i++ {
+			sub := filepath.Join(dir, strconv.Itoa(i%10))
+			must(b, os.MkdirAll(sub, 0o755))
+			must(b, os.WriteFile(filepath.Join(sub, strconv.Itoa(i)), make([]byte, 1024), 0o644))
+		}
+		b.Run(fmt.Sprintf("files=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				procs := runTree(os.Getpid())
+				for _, p := range procs {
+					privateRSS(p)
+				}
+				dirUsage(dir, runDirEntries+1)
+				deletedOpen(procs)
 			}
 		})
 	}
