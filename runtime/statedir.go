@@ -23,6 +23,8 @@ import (
 //	kptr-<pid>-<token>-<n>        libcontainer's state of run n
 //	kptr-<pid>-<token>-<n>.root   its private root (when the image cannot be the root as it is)
 //	kptr-<pid>-<token>-<n>.rw     its overlay upper and work directories
+//	kptr-<pid>-<token>-<n>.ll     a landlock-tier run's directory ($HOME, $TMPDIR)
+//	kptr-<pid>-<token>-llprobe-*  the landlock tier's probe's scratch directory
 //	kptr-<pid>-<token>.lock       flock-ed by the owner for as long as it lives
 //
 // A run removes its own entries when it ends, however it ends. A kptr that

@@ -126,7 +126,13 @@ const fixLandlockKernel = "a kernel ≥ 5.13 with Landlock enabled (most distrib
 
 // probeConfinement runs the landlock probe child with a scratch directory.
 func probeConfinement(stateDir string) error {
-	dir, err := os.MkdirTemp(stateDir, fmt.Sprintf("kptr-%d-llprobe-", os.Getpid()))
+	// Under this process's owner lock, as a run: a kptr killed while it
+	// probes leaves the directory to the next one's runtime.PruneStale.
+	if err := runtime.HoldOwnerLock(stateDir); err != nil {
+		return err
+	}
+	defer runtime.ReleaseOwnerLock(stateDir)
+	dir, err := os.MkdirTemp(stateDir, runtime.OwnerName()+"-llprobe-")
 	if err != nil {
 		return err
 	}
