@@ -6,7 +6,7 @@ LDFLAGS := -X main.version=$(VERSION)
 BIN := bin/kptr
 export CGO_ENABLED := 1
 
-.PHONY: help build install install-kpt-link uninstall test test-unit test-unpriv bench-runtime bench bench-cache bench-pipeline bench-render demo image push argocd test-argocd bench-argocd clean
+.PHONY: help build install install-kpt-link uninstall test test-unit test-unpriv test-runtimedefault bench-runtime bench bench-cache bench-pipeline bench-render demo image push argocd test-argocd bench-argocd clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -55,6 +55,7 @@ test: build $(TESTSUM) ## run every test suite (what CI runs)
 	$(GO) vet ./...
 	$(MAKE) test-unit
 	$(MAKE) test-unpriv
+	$(MAKE) test-runtimedefault
 	$(MAKE) test-argocd
 
 test-unit: $(TESTSUM) ## all Go tests as the current user; the sandbox suites again with the libcontainer launcher
@@ -97,6 +98,29 @@ endef
 
 test-unpriv: $(TESTSUM) ## the sandbox suite again as uid 999 with no capabilities and no_new_privs
 	@$(call run-unpriv,)
+
+# The tier an Argo CD repo server under RuntimeDefault runs functions in,
+# tested there: the shared tier suite's landlock half and the landlock
+# package's suite as uid 999 (no capabilities, no_new_privs) under
+# containerd's default seccomp profile, loaded by test/e2e/argocd/seccompexec
+# as a node would (the namespace tier cannot start under it).
+RUNTIMEDEFAULT := $(CURDIR)/test/e2e/argocd/testdata/runtime-default/containerd-docker-default.json
+test-runtimedefault: $(TESTSUM) ## the landlock tier's suites as uid 999 under containerd's RuntimeDefault seccomp profile
+	@set -euo pipefail; d=$$(mktemp -d /tmp/kptr-rtdefault.XXXXXX); trap 'rm -rf "$$d"' EXIT; \
+	mkdir -p "$$d/bin" "$$d/home" "$$d/tmp"; \
+	for f in hostile cat escape-report; do CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o "$$d/bin/$$f" ./test/fixtures/$$f; done; \
+	$(GO) build -o "$$d/seccompexec" ./test/e2e/argocd/seccompexec; \
+	$(GO) test -c -o "$$d/runtime.test" ./runtime; \
+	$(GO) test -c -o "$$d/landlock.test" ./runtime/landlock; \
+	chmod -R a+rX "$$d"; \
+	if [ "$$(id -u)" = 0 ]; then \
+	  chown $(UNPRIV_UID):$(UNPRIV_UID) "$$d/home" "$$d/tmp"; \
+	  as="setpriv --reuid=$(UNPRIV_UID) --regid=$(UNPRIV_UID) --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs"; \
+	else as="setpriv --no-new-privs"; fi; \
+	cd "$$d"; e="env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=$$d/home TMPDIR=$$d/tmp KPTR_FIXTURE_BIN_DIR=$$d/bin"; \
+	who="as uid $$($$e $$as id -u) under containerd's RuntimeDefault"; \
+	$$e $$as ./seccompexec $(RUNTIMEDEFAULT) ./runtime.test -test.v=test2json -test.count=1 -test.timeout=10m -test.run 'TestTiers[A-Za-z]*/landlock' 2>&1 | $(GO) tool test2json -t -p runtime | $(TESTSUM) -suite "runtime tier suite, landlock, $$who"; \
+	$$e $$as ./seccompexec $(RUNTIMEDEFAULT) ./landlock.test -test.v=test2json -test.count=1 -test.timeout=10m 2>&1 | $(GO) tool test2json -t -p landlock | $(TESTSUM) -suite "landlock suite $$who"
 
 bench-runtime: ## per-run cost of the sandbox (cold, pipelined, prepared) vs bare exec, bwrap, podman (root); as root and as uid 999 (figures → BENCHMARKS.md)
 	$(GO) test -run '^$$' -bench BenchmarkRun -benchtime 100x -count 1 ./runtime/namespace ./runtime/landlock
