@@ -52,6 +52,7 @@ const (
 	actClone       // by its flags
 	actSocket      // by its address family
 	actPersonality // by the persona
+	actSocketpair  // by its type (NoUnixSockets)
 )
 
 // actions maps every number the policy names on a to its action; any other
@@ -73,6 +74,9 @@ func actions(p Policy, a arch) map[uint32]action {
 	set([]string{"clone"}, actClone)
 	set([]string{"socket"}, actSocket)
 	set([]string{"personality"}, actPersonality)
+	if p.NoUnixSockets {
+		set([]string{"socketpair"}, actSocketpair)
+	}
 	return m
 }
 
@@ -115,8 +119,13 @@ const (
 	offNr   = 0
 	offArch = 4
 	offArg0 = 16 // low 32 bits of args[0]
+	offArg1 = 24 // low 32 bits of args[1]
 	offArg2 = 32 // low 32 bits of args[2]
 )
+
+// sockTypeMask is the kernel's SOCK_TYPE_MASK: a socket type without
+// SOCK_NONBLOCK and SOCK_CLOEXEC.
+const sockTypeMask = 0xf
 
 // assembler builds a classic-BPF program with forward jumps to labels.
 type assembler struct {
@@ -193,7 +202,7 @@ func Program(p Policy, goarch string) ([]unix.SockFilter, error) {
 		a.jump(jge, ar.x32, 0, 1)
 		a.ret(errno(unix.EPERM))
 	}
-	blocks := map[action]int{actClone: a.newLabel(), actSocket: a.newLabel(), actPersonality: a.newLabel()}
+	blocks := map[action]int{actClone: a.newLabel(), actSocket: a.newLabel(), actPersonality: a.newLabel(), actSocketpair: a.newLabel()}
 	var tree func(s []span)
 	tree = func(s []span) {
 		if len(s) == 1 {
@@ -260,6 +269,20 @@ func Program(p Policy, goarch string) ([]unix.SockFilter, error) {
 		a.ret(unix.SECCOMP_RET_ALLOW)
 	}
 	a.ret(errno(unix.EAFNOSUPPORT))
+
+	// socketpair under NoUnixSockets: no datagram pair, whose end can be
+	// connected (connect(2) re-targets a datagram socket) or sendto'd to a
+	// pathname socket of the host; a stream or seqpacket pair's cannot
+	// (EISCONN, or the address ignored), and runtimes use those for their
+	// children's pipes.
+	if p.NoUnixSockets {
+		a.place(blocks[actSocketpair])
+		a.stmt(ld, offArg1)
+		a.stmt(unix.BPF_ALU|unix.BPF_AND|unix.BPF_K, sockTypeMask)
+		a.jump(jeq, unix.SOCK_DGRAM, 0, 1)
+		a.ret(errno(unix.EPROTONOSUPPORT))
+		a.ret(unix.SECCOMP_RET_ALLOW)
+	}
 
 	// personality: only the personas Docker's default admits.
 	a.place(blocks[actPersonality])

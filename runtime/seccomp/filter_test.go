@@ -38,6 +38,8 @@ func run(t *testing.T, prog []unix.SockFilter, c call) uint32 {
 			acc = binary.LittleEndian.Uint32(data[in.K:])
 		case unix.BPF_JMP | unix.BPF_JA:
 			pc += int(in.K)
+		case unix.BPF_ALU | unix.BPF_AND | unix.BPF_K:
+			acc &= in.K
 		case unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K, unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K:
 			var ok bool
 			switch in.Code &^ (unix.BPF_JMP | unix.BPF_K) {
@@ -178,7 +180,8 @@ func TestProgramClone(t *testing.T) {
 
 // The landlock tier's socket rules at the assembler level: without the
 // network only AF_UNIX would pass, and NoUnixSockets refuses that too
-// (EPERM) while socketpair(AF_UNIX) stays allowed; with the network, the
+// (EPERM) and datagram socketpairs (EPROTONOSUPPORT) while stream and
+// seqpacket socketpair(AF_UNIX) stay allowed; with the network, the
 // families Docker's default admits pass, others (AF_VSOCK) fail with
 // EAFNOSUPPORT, and AF_UNIX still fails with EPERM under NoUnixSockets.
 func TestProgramSockets(t *testing.T) {
@@ -210,8 +213,21 @@ func TestProgramSockets(t *testing.T) {
 			if got := verdict(run(t, prog, call{arch: ar.audit, nr: socket, args: [6]uint64{c.family, unix.SOCK_STREAM, c.proto}})); got != c.want {
 				t.Errorf("%s %+v: socket(%d, _, %d): %s, want %s", goarch, c.p, c.family, c.proto, got, c.want)
 			}
-			if got := verdict(run(t, prog, call{arch: ar.audit, nr: pair, args: [6]uint64{unix.AF_UNIX, unix.SOCK_STREAM}})); got != "allow" {
-				t.Errorf("%s %+v: socketpair(AF_UNIX): %s", goarch, c.p, got)
+			for _, typ := range []uint64{unix.SOCK_STREAM, unix.SOCK_STREAM | unix.SOCK_CLOEXEC, unix.SOCK_SEQPACKET | unix.SOCK_NONBLOCK} {
+				if got := verdict(run(t, prog, call{arch: ar.audit, nr: pair, args: [6]uint64{unix.AF_UNIX, typ}})); got != "allow" {
+					t.Errorf("%s %+v: socketpair(AF_UNIX, %#x): %s", goarch, c.p, typ, got)
+				}
+			}
+			// A datagram pair's end can be connected or sendto'd to a
+			// pathname socket: refused with NoUnixSockets.
+			want := "allow"
+			if c.p.NoUnixSockets {
+				want = "EPROTONOSUPPORT"
+			}
+			for _, typ := range []uint64{unix.SOCK_DGRAM, unix.SOCK_DGRAM | unix.SOCK_CLOEXEC | unix.SOCK_NONBLOCK} {
+				if got := verdict(run(t, prog, call{arch: ar.audit, nr: pair, args: [6]uint64{unix.AF_UNIX, typ}})); got != want {
+					t.Errorf("%s %+v: socketpair(AF_UNIX, %#x): %s, want %s", goarch, c.p, typ, got, want)
+				}
 			}
 		}
 	}

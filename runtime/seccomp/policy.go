@@ -158,8 +158,10 @@ type Policy struct {
 	Network bool
 	// NoUnixSockets makes socket(AF_UNIX, ...) fail with EPERM: no
 	// connect or sendto on a pathname socket of the host (the landlock
-	// tier, which Landlock up to ABI 7 does not guard there).
-	// socketpair(2) still works.
+	// tier, which Landlock up to ABI 7 does not guard there), and
+	// socketpair(2) of type SOCK_DGRAM fail with EPROTONOSUPPORT (a datagram
+	// end reaches one by connect or sendto); stream and seqpacket
+	// socketpairs still work.
 	NoUnixSockets bool
 	// NoMetadata refuses MetadataCalls with EPERM.
 	NoMetadata bool
