@@ -19,8 +19,8 @@ import (
 // the package's neighbours by absolute path, writes into them, dials a host
 // listener, signals kptr's parent and pid 1, and tries a user namespace;
 // every attempt fails, the sentinels stay unchanged, and the render
-// otherwise succeeds. As root, a cache or run-state directory others cannot
-// traverse is refused with an error naming the fix.
+// otherwise succeeds. As root, a cache others cannot traverse is refused
+// before any pull (exit 3) with an error naming the fix.
 func TestLandlockTierHoldsAgainstAnEscapingFunction(t *testing.T) {
 	reg := registry.Start(t)
 	ref := reg.Addr + "/kpt-fn/escape-report:v1"
@@ -52,8 +52,9 @@ func TestLandlockTierHoldsAgainstAnEscapingFunction(t *testing.T) {
 			"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n",
 		})
 		if h.id.uid < 0 && os.Geteuid() == 0 {
-			h.kptr(t, call{args: []string{"fn", "render", pkg, "--sandbox=landlock"}}).exits(t, 1).
-				says(t, "is not reachable by other users", "make it o+x")
+			// refused before any pull, exit 3, as kptr doctor's cache line says
+			h.kptr(t, call{args: []string{"fn", "render", pkg, "--sandbox=landlock"}}).exits(t, 3).
+				says(t, "is not traversable by other users", "chmod o+x")
 			// The cache and the run-state directory ($TMPDIR) reachable.
 			for _, d := range []string{h.cache, h.tmp} {
 				if err := os.Chmod(d, 0o711); err != nil {
