@@ -128,8 +128,16 @@ func (c *Cache) checkSignatures(ctx context.Context, ir imageRef, desc v1.Descri
 		return v1.Hash{}, err
 	}
 	if d = p.Evaluate(ir.named, digest, sigs); !d.Allowed {
-		// Recorded all the same: offline, the refusal is the same one.
-		_ = c.annotateSignatures(ctx, ir.key, desc.Digest, set)
+		// The resolution is recorded with its signatures all the same (no
+		// layer was fetched): offline, the cache gives the same refusal.
+		rd := desc
+		if rd.MediaType == "" {
+			rd.MediaType = types.OCIManifestSchema1
+		}
+		rd.Annotations = map[string]string{annSignatures: set.String()}
+		if c.hasBlob(rd.Digest) {
+			_ = c.record(ctx, ir.key, rd)
+		}
 		return v1.Hash{}, refusal(d)
 	}
 	c.rememberVerdict(p, ir, desc.Digest, set)
