@@ -505,3 +505,39 @@ func btoi(b bool) int {
 	}
 	return 0
 }
+
+// Describe lists the policy's scopes and their requirements, one line each,
+// most specific scope first ("default" last), for kptr doctor.
+func (p *Policy) Describe() []string {
+	scopes := make([]string, 0, len(p.docker))
+	for s := range p.docker {
+		scopes = append(scopes, s)
+	}
+	// longer scopes are more specific; "" (the transport's default) sorts last
+	sort.Slice(scopes, func(i, j int) bool {
+		if len(scopes[i]) != len(scopes[j]) {
+			return len(scopes[i]) > len(scopes[j])
+		}
+		return scopes[i] < scopes[j]
+	})
+	var out []string
+	for _, s := range scopes {
+		out = append(out, fmt.Sprintf("transports.docker[%q]: %s", s, describe(p.docker[s])))
+	}
+	return append(out, "default: "+describe(p.def))
+}
+
+func describe(reqs []requirement) string {
+	var parts []string
+	for _, r := range reqs {
+		switch {
+		case r.kind != "sigstoreSigned":
+			parts = append(parts, r.kind)
+		case r.fulcio != nil:
+			parts = append(parts, fmt.Sprintf("sigstoreSigned (Fulcio: %s from %s; %d rekor key(s); %s)", r.fulcio.subjectEmail, r.fulcio.oidcIssuer, len(r.rekor), r.identity))
+		default:
+			parts = append(parts, fmt.Sprintf("sigstoreSigned (%d key(s); %d rekor key(s); %s)", len(r.keys), len(r.rekor), r.identity))
+		}
+	}
+	return strings.Join(parts, " and ")
+}
