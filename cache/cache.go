@@ -155,6 +155,11 @@ func (c *Cache) Resolve(ctx context.Context, ref string) (Bundle, error) {
 }
 
 func (c *Cache) resolve(ctx context.Context, ir imageRef) (Bundle, error) {
+	if c.s.sigPolicy != nil {
+		if d, rejected := c.s.sigPolicy.Rejects(ir.named); rejected {
+			return Bundle{}, refusal(d) // before any registry is asked
+		}
+	}
 	if c.s.policy != PullAlways || c.s.offline {
 		if d, ok := c.localDescriptor(ir); ok {
 			if b, ok, err := c.cached(ctx, ir, d); ok || err != nil {

@@ -50,6 +50,9 @@ type Decision struct {
 
 // Error is the one-line refusal: image, digest, scope and what was found.
 func (d Decision) Error() string {
+	if d.Digest == "" {
+		return fmt.Sprintf("%s: refused by the signature policy (%s): %s", d.Image, d.Scope, d.Reason)
+	}
 	return fmt.Sprintf("%s@%s: refused by the signature policy (%s): %s", d.Image, d.Digest, d.Scope, d.Reason)
 }
 
@@ -79,6 +82,23 @@ func (p *Policy) match(r ref) (string, []requirement) {
 		return `transports.docker[""]`, reqs
 	}
 	return "default", p.def
+}
+
+// Rejects reports, before the image is resolved, a refusal that no digest or
+// signature can change: the scope that applies to image holds a reject
+// requirement. The refusal's Digest is empty.
+func (p *Policy) Rejects(image string) (Decision, bool) {
+	r, err := parseRef(image)
+	if err != nil {
+		return Decision{}, false
+	}
+	scope, reqs := p.match(r)
+	for _, q := range reqs {
+		if q.kind == "reject" {
+			return Decision{Image: image, Scope: scope, Reason: "the policy rejects every image here (reject)"}, true
+		}
+	}
+	return Decision{}, false
 }
 
 // Evaluate decides whether image (the logical reference, as named in the
