@@ -501,8 +501,11 @@ func (c *Cache) clearVerdicts() {
 // checkCachedSignatures applies the policy to an image Resolve found cached,
 // under the gc lock (a fetched signature set is unreferenced until recorded).
 func (c *Cache) checkCachedSignatures(ctx context.Context, ir imageRef, d v1.Descriptor) error {
-	if set, ok := c.sigsetFor(ir.key, d.Digest); ok && c.hasVerdict(c.s.sigPolicy, ir, d.Digest, set) {
-		return nil // the warm path: one index read and one stat
+	// The warm path: d is key's index entry, already read; the verdict is
+	// one stat (a verdict names the set it was reached on).
+	if set, err := v1.NewHash(d.Annotations[annSignatures]); err == nil && d.Annotations[annRefName] == ir.key &&
+		!(c.s.policy == PullAlways && !c.s.offline) && c.hasVerdict(c.s.sigPolicy, ir, d.Digest, set) {
+		return nil
 	}
 	gl, err := c.lock(ctx, gcLock, true)
 	if err != nil {
