@@ -248,3 +248,33 @@ func BenchmarkSignedResolve(b *testing.B) {
 		}
 	})
 }
+
+// A sigstore bundle attached as an OCI 1.1 referrer (no .sig tag) satisfies
+// the policy, is stored with the image and verified again offline.
+func TestBundleReferrer(t *testing.T) {
+	reg := newTestRegistry(t)
+	ref := reg.Host + "/fn/bundled:v1"
+	img := image(t, false, HostPlatform().Architecture, gzipLayer(t, file("usr/local/bin/function", "b")))
+	d := push(t, img, ref)
+	raw, _ := img.RawManifest()
+	mt, _ := img.MediaType()
+	k := cosigner.NewKey(t)
+	cosigner.PushBundle(t, reg.Host+"/fn/bundled", v1.Descriptor{MediaType: mt, Digest: d, Size: int64(len(raw))}, k.Bundle(t, reg.Host+"/fn/bundled", d.String()))
+	p := policyFor(t, reg.Host, k)
+	dir := t.TempDir()
+	if _, err := openTest(t, dir, WithSignaturePolicy(p)).Resolve(ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+	c := openTest(t, dir, WithSignaturePolicy(p), WithOffline(true))
+	c.clearVerdicts()
+	if _, err := c.Resolve(ctx, ref); err != nil {
+		t.Fatalf("offline, from the stored bundle: %v", err)
+	}
+	list, err := c.List(ctx)
+	if err != nil || len(list) != 1 || list[0].Signatures != 1 {
+		t.Fatalf("cache ls: %+v %v", list, err)
+	}
+	if _, err := openTest(t, t.TempDir(), WithSignaturePolicy(policyFor(t, reg.Host, cosigner.NewKey(t)))).Resolve(ctx, ref); !RefusedBySignaturePolicy(err) || !strings.Contains(err.Error(), "wrong key: the sigstore bundle") {
+		t.Fatalf("another key: %v", err)
+	}
+}

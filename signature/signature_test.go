@@ -314,3 +314,27 @@ func withBundle(s, from cosigner.Sig) cosigner.Sig {
 	s.RekorBundle = from.RekorBundle
 	return s
 }
+
+// Sigstore bundles (cosign's referrer form): a DSSE in-toto statement whose
+// subject is the image, verified by sigstore-go with the policy's key.
+func TestBundleWithKey(t *testing.T) {
+	k := cosigner.NewKey(t)
+	p := mustParse(t, keyPolicy(k, `{"type": "matchRepository"}`))
+	bundle := func(b []byte) []signature.Signature { return []signature.Signature{{Bundle: b}} }
+	good := k.Bundle(t, repo, digest)
+	if d := p.Evaluate(repo+":v1", digest, bundle(good)); !d.Allowed {
+		t.Fatal(d.Error())
+	}
+	cases := map[string][]byte{
+		"wrong key":                      cosigner.NewKey(t).Bundle(t, repo, digest),
+		"wrong key: the sigstore bundle": cosigner.TamperBundle(t, good),
+		"digest mismatch":                k.Bundle(t, repo, other),
+		"identity mismatch":              k.Bundle(t, "registry.example.com/kpt-fn/evil", digest),
+		"malformed sigstore bundle":      []byte(`{"mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json"}`),
+	}
+	for want, b := range cases {
+		if d := p.Evaluate(repo+":v1", digest, bundle(b)); d.Allowed || !strings.Contains(d.Reason, want) {
+			t.Errorf("want a refusal naming %q, got %+v", want, d)
+		}
+	}
+}

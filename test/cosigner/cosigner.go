@@ -257,3 +257,86 @@ func Tamper(s Sig) Sig {
 	s.Payload = p
 	return s
 }
+
+// BundleMediaType is a sigstore bundle v0.3, as a referrer's artifact type
+// and layer media type.
+const BundleMediaType = "application/vnd.dev.sigstore.bundle.v0.3+json"
+
+// Bundle is a sigstore bundle v0.3 whose DSSE envelope, signed by k, holds
+// an in-toto statement with one subject: name at digest (what cosign's
+// bundle format signs for an image). Keyed: no log entry.
+func (k *Key) Bundle(t testing.TB, name, digest string) []byte {
+	t.Helper()
+	h, err := v1.NewHash(digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmt, _ := json.Marshal(map[string]any{
+		"_type":         "https://in-toto.io/Statement/v1",
+		"subject":       []any{map[string]any{"name": name, "digest": map[string]string{"sha256": h.Hex}}},
+		"predicateType": "https://sigstore.dev/cosign/sign/v1",
+		"predicate":     map[string]any{},
+	})
+	const payloadType = "application/vnd.in-toto+json"
+	pae := []byte("DSSEv1 " + itoa(len(payloadType)) + " " + payloadType + " " + itoa(len(stmt)) + " " + string(stmt))
+	sum := sha256.Sum256(pae)
+	sig, err := ecdsa.SignASN1(rand.Reader, k.Priv, sum[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(map[string]any{
+		"mediaType": BundleMediaType,
+		"verificationMaterial": map[string]any{
+			"publicKey": map[string]string{"hint": ""},
+		},
+		"dsseEnvelope": map[string]any{
+			"payload":     base64.StdEncoding.EncodeToString(stmt),
+			"payloadType": payloadType,
+			"signatures":  []any{map[string]string{"sig": base64.StdEncoding.EncodeToString(sig)}},
+		},
+	})
+	return b
+}
+
+func itoa(n int) string { return big.NewInt(int64(n)).String() }
+
+// PushBundle attaches bundle to digest in repo as an OCI 1.1 referrer
+// (go-containerregistry updates the referrers tag fallback on registries
+// without the referrers API, as cosign does).
+func PushBundle(t testing.TB, repo string, image v1.Descriptor, bundle []byte) {
+	t.Helper()
+	var err error
+	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
+	img = mutate.ConfigMediaType(img, types.MediaType(BundleMediaType))
+	img, err = mutate.Append(img, mutate.Addendum{Layer: static.NewLayer(bundle, types.MediaType(BundleMediaType))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	subject := mutate.Subject(img, v1.Descriptor{MediaType: image.MediaType, Digest: image.Digest, Size: image.Size}).(v1.Image)
+	r, err := name.NewRepository(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := subject.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(r.Digest(d.String()), subject); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TamperBundle changes one byte of a bundle's statement, keeping its signature.
+func TamperBundle(t testing.TB, b []byte) []byte {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	env := m["dsseEnvelope"].(map[string]any)
+	p, _ := base64.StdEncoding.DecodeString(env["payload"].(string))
+	p = bytes.Replace(p, []byte("cosign/sign"), []byte("cosign/sigN"), 1)
+	env["payload"] = base64.StdEncoding.EncodeToString(p)
+	out, _ := json.Marshal(m)
+	return out
+}

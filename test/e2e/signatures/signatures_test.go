@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
 	"github.com/kptr-dev/kptr/test/cosigner"
 	"github.com/kptr-dev/kptr/test/fnimage"
 	"github.com/kptr-dev/kptr/test/registry"
@@ -40,7 +42,8 @@ func upstream(c string) string {
 func setup(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{reg: registry.Start(t), digests: map[string]string{}, key: cosigner.NewKey(t), ca: cosigner.NewCA(t), log: cosigner.NewLog(t)}
-	cases := []string{"signed", "unsigned", "other-key", "tampered", "other-digest", "other-repository", "keyless-good", "keyless-expired"}
+	cases := []string{"signed", "unsigned", "other-key", "tampered", "other-digest", "other-repository", "keyless-good", "keyless-expired", "bundle-signed", "bundle-other-key"}
+	descs := map[string]v1.Descriptor{}
 	for _, c := range cases {
 		img := fnimage.Build(t, "cat", fnimage.WithLayers(fnimage.Layer(t, map[string]string{"case": c})))
 		d, err := img.Digest()
@@ -48,6 +51,9 @@ func setup(t *testing.T) *fixture {
 			t.Fatal(err)
 		}
 		f.digests[c] = d.String()
+		raw, _ := img.RawManifest()
+		mt, _ := img.MediaType()
+		descs[c] = v1.Descriptor{MediaType: mt, Digest: d, Size: int64(len(raw))}
 		fnimage.Push(t, img, f.reg.Addr+"/"+strings.TrimPrefix(upstream(c), "gcr.io/")+":v1")
 	}
 	now := time.Now()
@@ -64,6 +70,14 @@ func setup(t *testing.T) *fixture {
 	expired := k.Sign(cosigner.Payload(upstream("keyless-expired"), f.digests["keyless-expired"]))
 	expired.Cert, expired.Chain = cert, f.ca.PEM
 	sign("keyless-expired", expired)
+	// sigstore bundles as OCI 1.1 referrers (this registry has no referrers
+	// API: the referrers tag fallback, as cosign writes it)
+	bundle := func(c string, k *cosigner.Key) {
+		repo := f.reg.Addr + "/" + strings.TrimPrefix(upstream(c), "gcr.io/")
+		cosigner.PushBundle(t, repo, descs[c], k.Bundle(t, upstream(c), f.digests[c]))
+	}
+	bundle("bundle-signed", f.key)
+	bundle("bundle-other-key", cosigner.NewKey(t))
 	return f
 }
 
@@ -102,6 +116,7 @@ var refusals = map[string]string{
 	"other-digest":     "digest mismatch: the signature is for ",
 	"other-repository": "identity mismatch: the signature names gcr.io/kpt-fn/signed",
 	"keyless-expired":  "expired certificate without a log time",
+	"bundle-other-key": "wrong key: the sigstore bundle does not verify with the policy's key",
 }
 
 func scopeOf(c string) string {
@@ -124,7 +139,7 @@ func TestPolicyDecidesWhatRuns(t *testing.T) {
 			pol := f.policy(t, w, f.key)
 			online := []string{"KPTR_MIRRORS=gcr.io=" + f.reg.Addr, "KPTR_SIGNATURE_POLICY=" + pol}
 			offline := append([]string{"KPTR_OFFLINE=true"}, online...)
-			for _, c := range []string{"signed", "keyless-good"} {
+			for _, c := range []string{"signed", "keyless-good", "bundle-signed"} {
 				p := pkg(t, w, "pkg-"+c, upstream(c)+":v1")
 				w.kptr(t, "", online, "fn", "render", p).exits(t, 0)
 				w.kptr(t, "", offline, "fn", "render", p).exits(t, 0)
