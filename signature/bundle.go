@@ -126,4 +126,3 @@ func (q requirement) trustedMaterials() []root.TrustedMaterial {
 	}
 	return out
 }
-
