@@ -338,3 +338,17 @@ func TestBundleWithKey(t *testing.T) {
 		}
 	}
 }
+
+// A keyless bundle is held to the same rules as a keyless classic
+// signature: without a transparency-log entry it has no log time, and is
+// refused even with a certificate from the policy's CA.
+func TestKeylessBundleWithoutLogEntry(t *testing.T) {
+	ca, l := cosigner.NewCA(t), cosigner.NewLog(t)
+	p := mustParse(t, fulcioPolicy(ca, l))
+	b := cosigner.KeylessBundle(t, ca, "release@example.com", "https://issuer.example.com", repo, digest)
+	d := p.Evaluate(repo+":v1", digest, []signature.Signature{{Bundle: b}})
+	if d.Allowed || !strings.Contains(d.Reason, "sigstore bundle: ") {
+		t.Fatalf("want a refusal for the missing log entry, got %+v", d)
+	}
+	t.Log(d.Reason)
+}

@@ -267,6 +267,21 @@ const BundleMediaType = "application/vnd.dev.sigstore.bundle.v0.3+json"
 // bundle format signs for an image). Keyed: no log entry.
 func (k *Key) Bundle(t testing.TB, name, digest string) []byte {
 	t.Helper()
+	return k.bundle(t, name, digest, map[string]any{"publicKey": map[string]string{"hint": ""}})
+}
+
+// KeylessBundle is Bundle signed with a certificate from ca for email and
+// issuer, carrying the certificate and no transparency-log entry.
+func KeylessBundle(t testing.TB, ca *CA, email, issuer, name, digest string) []byte {
+	t.Helper()
+	now := time.Now()
+	k, certPEM := ca.Issue(t, email, issuer, now.Add(-time.Minute), now.Add(10*time.Minute))
+	blk, _ := pem.Decode(certPEM)
+	return k.bundle(t, name, digest, map[string]any{"certificate": map[string]string{"rawBytes": base64.StdEncoding.EncodeToString(blk.Bytes)}})
+}
+
+func (k *Key) bundle(t testing.TB, name, digest string, material map[string]any) []byte {
+	t.Helper()
 	h, err := v1.NewHash(digest)
 	if err != nil {
 		t.Fatal(err)
@@ -286,9 +301,7 @@ func (k *Key) Bundle(t testing.TB, name, digest string) []byte {
 	}
 	b, _ := json.Marshal(map[string]any{
 		"mediaType": BundleMediaType,
-		"verificationMaterial": map[string]any{
-			"publicKey": map[string]string{"hint": ""},
-		},
+		"verificationMaterial": material,
 		"dsseEnvelope": map[string]any{
 			"payload":     base64.StdEncoding.EncodeToString(stmt),
 			"payloadType": payloadType,
