@@ -300,7 +300,7 @@ func (k *Key) bundle(t testing.TB, name, digest string, material map[string]any)
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(map[string]any{
-		"mediaType": BundleMediaType,
+		"mediaType":            BundleMediaType,
 		"verificationMaterial": material,
 		"dsseEnvelope": map[string]any{
 			"payload":     base64.StdEncoding.EncodeToString(stmt),
