@@ -210,6 +210,18 @@ func TestExportImportCarriesSignatures(t *testing.T) {
 	w.kptr(t, "", env2, "cache", "import", tar).exits(t, 0)
 	w.kptr(t, "", env2, "fn", "render", pkg(t, w, "pkg", upstream("signed")+":v1")).exits(t, 0)
 	w.kptr(t, "", env2, "cache", "ls").exits(t, 0).says(t, "signatures: 1")
+
+	// prewarm (what an operator runs for the sidecar's cache, and for the
+	// air gap with --export) fetches the signatures with the images
+	third := w.dir(t, "cache3")
+	p := pkg(t, w, "pkg-prewarm", upstream("bundle-signed")+":v1")
+	exported := filepath.Join(w.base, "prewarmed.tar")
+	w.kptr(t, "", append([]string{"KPTR_CACHE_DIR=" + third}, env...), "prewarm", p, "--export", exported).exits(t, 0)
+	fourth := w.dir(t, "cache4")
+	env4 := []string{"KPTR_CACHE_DIR=" + fourth, "KPTR_OFFLINE=true", "KPTR_SIGNATURE_POLICY=" + pol}
+	w.kptr(t, "", env4, "cache", "import", exported).exits(t, 0)
+	w.kptr(t, "", env4, "fn", "render", p).exits(t, 0)
+	w.kptr(t, "", env4, "cache", "ls").exits(t, 0).says(t, "signatures: 1")
 }
 
 // snapshot is a package's files and contents, as one string.
