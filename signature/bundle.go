@@ -103,7 +103,8 @@ func (q requirement) trustedMaterials() []root.TrustedMaterial {
 	logs := map[string]*root.TransparencyLog{}
 	for _, k := range q.rekor {
 		id, _ := hex.DecodeString(k.logID)
-		logs[k.logID] = &root.TransparencyLog{ID: id, HashFunc: crypto.SHA256, PublicKey: k.pub, SignatureHashFunc: crypto.SHA256}
+		// the policy bounds a log key in no time: valid since the epoch
+		logs[k.logID] = &root.TransparencyLog{ID: id, HashFunc: crypto.SHA256, PublicKey: k.pub, SignatureHashFunc: crypto.SHA256, ValidityPeriodStart: time.Unix(0, 0)}
 	}
 	var cas []root.CertificateAuthority
 	if q.fulcio != nil {

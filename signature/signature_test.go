@@ -352,3 +352,45 @@ func TestKeylessBundleWithoutLogEntry(t *testing.T) {
 	}
 	t.Log(d.Reason)
 }
+
+// Keyless bundles with their transparency-log entry (signed entry
+// timestamp, inclusion proof, signed checkpoint): the certificate is checked
+// at the log's time, for the policy's issuer and email, from its CA.
+func TestKeylessBundleLogged(t *testing.T) {
+	ca, l := cosigner.NewCA(t), cosigner.NewLog(t)
+	p := mustParse(t, fulcioPolicy(ca, l))
+	now := time.Now()
+	valid := func(at time.Time) (time.Time, time.Time) { return at.Add(-time.Minute), at.Add(10 * time.Minute) }
+	nb, na := valid(now)
+	bundle := func(b []byte) []signature.Signature { return []signature.Signature{{Bundle: b}} }
+	good := cosigner.KeylessBundleLogged(t, ca, l, "release@example.com", "https://issuer.example.com", repo, digest, now, nb, na)
+	if d := p.Evaluate(repo+":v1", digest, bundle(good)); !d.Allowed {
+		t.Fatal(d.Error())
+	}
+	// expired now, valid when logged: allowed
+	old := now.Add(-19 * time.Hour)
+	onb, ona := valid(old)
+	if d := p.Evaluate(repo+":v1", digest, bundle(cosigner.KeylessBundleLogged(t, ca, l, "release@example.com", "https://issuer.example.com", repo, digest, old, onb, ona))); !d.Allowed {
+		t.Errorf("certificate valid at the log time: %v", d.Error())
+	}
+	mk := func(c *cosigner.CA, lg *cosigner.Log, email, issuer, name, dg string, nb, na time.Time) []byte {
+		return cosigner.KeylessBundleLogged(t, c, lg, email, issuer, name, dg, now, nb, na)
+	}
+	cases := []struct {
+		b    []byte
+		want string
+	}{
+		{mk(ca, l, "other@example.com", "https://issuer.example.com", repo, digest, nb, na), `identity mismatch: the bundle's certificate is not for the policy's issuer and email`},
+		{mk(ca, l, "release@example.com", "https://evil.example.com", repo, digest, nb, na), `got "https://evil.example.com"`},
+		{mk(cosigner.NewCA(t), l, "release@example.com", "https://issuer.example.com", repo, digest, nb, na), "leaf certificate verification failed"},
+		{mk(ca, cosigner.NewLog(t), "release@example.com", "https://issuer.example.com", repo, digest, nb, na), "not enough verified log entries"},
+		{mk(ca, l, "release@example.com", "https://issuer.example.com", repo, digest, onb, ona), "integrated time outside certificate validity"},
+		{mk(ca, l, "release@example.com", "https://issuer.example.com", repo, other, nb, na), "digest mismatch: the signature is for " + other},
+		{mk(ca, l, "release@example.com", "https://issuer.example.com", "registry.example.com/kpt-fn/evil", digest, nb, na), "identity mismatch: the signature names registry.example.com/kpt-fn/evil"},
+	}
+	for _, c := range cases {
+		if d := p.Evaluate(repo+":v1", digest, bundle(c.b)); d.Allowed || !strings.Contains(d.Reason, c.want) {
+			t.Errorf("want a refusal naming %q, got %+v", c.want, d)
+		}
+	}
+}

@@ -20,6 +20,7 @@ package cosigner
 
 import (
 	"bytes"
+	"context"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -32,6 +33,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"testing"
 	"time"
@@ -44,6 +46,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	rekorutil "github.com/sigstore/rekor/pkg/util"
+	sigsig "github.com/sigstore/sigstore/pkg/signature"
 )
 
 // SimpleSigningMediaType is the media type of a classic signature layer.
@@ -278,6 +282,63 @@ func KeylessBundle(t testing.TB, ca *CA, email, issuer, name, digest string) []b
 	k, certPEM := ca.Issue(t, email, issuer, now.Add(-time.Minute), now.Add(10*time.Minute))
 	blk, _ := pem.Decode(certPEM)
 	return k.bundle(t, name, digest, map[string]any{"certificate": map[string]string{"rawBytes": base64.StdEncoding.EncodeToString(blk.Bytes)}})
+}
+
+// KeylessBundleLogged is KeylessBundle with a transparency-log entry in l
+// at time at, valid for the certificate from notBefore to notAfter: a dsse
+// entry with its signed entry timestamp and an inclusion proof in a
+// one-entry tree whose checkpoint l signs (what a bundle v0.3 carries).
+func KeylessBundleLogged(t testing.TB, ca *CA, l *Log, email, issuer, name, digest string, at, notBefore, notAfter time.Time) []byte {
+	t.Helper()
+	k, certPEM := ca.Issue(t, email, issuer, notBefore, notAfter)
+	blk, _ := pem.Decode(certPEM)
+	raw := k.bundle(t, name, digest, map[string]any{"certificate": map[string]string{"rawBytes": base64.StdEncoding.EncodeToString(blk.Bytes)}})
+	var b map[string]any
+	if err := json.Unmarshal(raw, &b); err != nil {
+		t.Fatal(err)
+	}
+	env := b["dsseEnvelope"].(map[string]any)
+	envJSON, _ := json.Marshal(env)
+	payload, _ := base64.StdEncoding.DecodeString(env["payload"].(string))
+	sig := env["signatures"].([]any)[0].(map[string]any)["sig"].(string)
+	hexSum := func(p []byte) string { s := sha256.Sum256(p); return hex.EncodeToString(s[:]) }
+	body, _ := json.Marshal(map[string]any{"apiVersion": "0.0.1", "kind": "dsse", "spec": map[string]any{
+		"envelopeHash": map[string]string{"algorithm": "sha256", "value": hexSum(envJSON)},
+		"payloadHash":  map[string]string{"algorithm": "sha256", "value": hexSum(payload)},
+		"signatures":   []any{map[string]string{"signature": sig, "verifier": base64.StdEncoding.EncodeToString(certPEM)}},
+	}})
+	set := map[string]any{"body": base64.StdEncoding.EncodeToString(body), "integratedTime": at.Unix(), "logIndex": 0, "logID": l.ID}
+	setJSON, _ := json.Marshal(set)
+	canon, err := jsoncanonicalizer.Transform(setJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := sha256.Sum256(canon)
+	setSig, err := ecdsa.SignASN1(rand.Reader, l.Priv, cs[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf := sha256.Sum256(append([]byte{0}, body...))
+	signer, err := sigsig.LoadECDSASigner(l.Priv, crypto.SHA256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkpoint, err := rekorutil.CreateAndSignCheckpoint(context.Background(), "rekor.test", 0, 1, leaf[:], signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logID, _ := hex.DecodeString(l.ID)
+	b["verificationMaterial"].(map[string]any)["tlogEntries"] = []any{map[string]any{
+		"logIndex":          "0",
+		"logId":             map[string]string{"keyId": base64.StdEncoding.EncodeToString(logID)},
+		"kindVersion":       map[string]string{"kind": "dsse", "version": "0.0.1"},
+		"integratedTime":    fmt.Sprint(at.Unix()),
+		"inclusionPromise":  map[string]string{"signedEntryTimestamp": base64.StdEncoding.EncodeToString(setSig)},
+		"inclusionProof":    map[string]any{"logIndex": "0", "rootHash": base64.StdEncoding.EncodeToString(leaf[:]), "treeSize": "1", "hashes": []string{}, "checkpoint": map[string]string{"envelope": string(checkpoint)}},
+		"canonicalizedBody": base64.StdEncoding.EncodeToString(body),
+	}}
+	out, _ := json.Marshal(b)
+	return out
 }
 
 func (k *Key) bundle(t testing.TB, name, digest string, material map[string]any) []byte {
