@@ -394,3 +394,21 @@ func TestKeylessBundleLogged(t *testing.T) {
 		}
 	}
 }
+
+// A key-signed bundle under a policy with a rekor key needs its log entry.
+func TestKeyBundleWithRekor(t *testing.T) {
+	k, l := cosigner.NewKey(t), cosigner.NewLog(t)
+	p := mustParse(t, rekorPolicy(k, l))
+	bundle := func(b []byte) []signature.Signature { return []signature.Signature{{Bundle: b}} }
+	if d := p.Evaluate(repo+":v1", digest, bundle(k.BundleLogged(t, l, repo, digest, time.Now()))); !d.Allowed {
+		t.Fatal(d.Error())
+	}
+	for want, b := range map[string][]byte{
+		"not enough verified log entries": k.Bundle(t, repo, digest),
+		"log entries":                     k.BundleLogged(t, cosigner.NewLog(t), repo, digest, time.Now()),
+	} {
+		if d := p.Evaluate(repo+":v1", digest, bundle(b)); d.Allowed || !strings.Contains(d.Reason, want) {
+			t.Errorf("want a refusal naming %q, got %+v", want, d)
+		}
+	}
+}

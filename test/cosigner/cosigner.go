@@ -293,6 +293,20 @@ func KeylessBundleLogged(t testing.TB, ca *CA, l *Log, email, issuer, name, dige
 	k, certPEM := ca.Issue(t, email, issuer, notBefore, notAfter)
 	blk, _ := pem.Decode(certPEM)
 	raw := k.bundle(t, name, digest, map[string]any{"certificate": map[string]string{"rawBytes": base64.StdEncoding.EncodeToString(blk.Bytes)}})
+	return l.logBundle(t, raw, certPEM, at)
+}
+
+// BundleLogged is Bundle with a transparency-log entry in l at time at.
+func (k *Key) BundleLogged(t testing.TB, l *Log, name, digest string, at time.Time) []byte {
+	t.Helper()
+	return l.logBundle(t, k.Bundle(t, name, digest), k.PublicPEM, at)
+}
+
+// logBundle adds to a DSSE bundle its entry in l, logged with verifierPEM
+// (the certificate or public key) at time at.
+func (l *Log) logBundle(t testing.TB, raw, verifierPEM []byte, at time.Time) []byte {
+	t.Helper()
+	certPEM := verifierPEM
 	var b map[string]any
 	if err := json.Unmarshal(raw, &b); err != nil {
 		t.Fatal(err)
