@@ -237,3 +237,25 @@ func snapshot(t *testing.T, dir string) string {
 	})
 	return b.String()
 }
+
+// generate pulls through a background fetch (`kptr cache fetch`, its own
+// process): the fetch is held to the policy (given as a relative path, the
+// fetch runs in /), so a refused image downloads no layer and the refusal is
+// generate's, exit 4; a signed one renders.
+func TestGenerateOnlineFetch(t *testing.T) {
+	f := setup(t)
+	for _, id := range identities() {
+		t.Run(id.name, func(t *testing.T) {
+			w := newWorld(t, id)
+			f.policy(t, w, f.key)
+			env := []string{"KPTR_MIRRORS=gcr.io=" + f.reg.Addr, "KPTR_SIGNATURE_POLICY=../policy/policy.json", "KPTR_ALLOWED_IMAGES=gcr.io/**"}
+			p := pkg(t, w, "app-signed", upstream("signed")+":v1")
+			w.kptr(t, p, env, "generate").exits(t, 0).says(t, "kind: ConfigMap")
+			p = pkg(t, w, "app-unsigned", upstream("unsigned")+":v1")
+			w.kptr(t, p, env, "generate").exits(t, 4).says(t, upstream("unsigned")+":v1@"+f.digests["unsigned"]+": refused by the signature policy", "no signature")
+			if _, err := os.Stat(filepath.Join(w.cache, "rootfs", strings.TrimPrefix(f.digests["unsigned"], "sha256:"))); err == nil {
+				t.Error("the refused image was unpacked")
+			}
+		})
+	}
+}
