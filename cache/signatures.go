@@ -443,7 +443,7 @@ func (c *Cache) sigsetBlobs(h v1.Hash, read func(v1.Hash) ([]byte, error)) []v1.
 
 func (c *Cache) readStored(h v1.Hash) ([]byte, error) { return c.readBlob(h, maxManifestBytes) }
 
-// SignatureCount is how many signatures the cache holds for an image
+// signatureCount is how many signatures the cache holds for an image
 // digest (over its names), for cache ls; -1 when none were ever fetched.
 func (c *Cache) signatureCount(digest v1.Hash) int {
 	set, ok := c.sigsetFor("", digest)

@@ -10,11 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
@@ -172,8 +170,6 @@ func TestHostileSignatures(t *testing.T) {
 			}
 		})
 	}
-	_ = name.DefaultRegistry
-	_ = remote.Write
 }
 
 // BenchmarkSignedResolve is the cost of the policy on a render: a warm

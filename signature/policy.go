@@ -302,9 +302,7 @@ func (ld *loader) sigstoreSigned(raw json.RawMessage, where string) (requirement
 	if n := btoi(v.KeyPath != "") + btoi(v.KeyPaths != nil) + btoi(v.KeyData != nil) + btoi(v.KeyDatas != nil) + btoi(v.Fulcio != nil); n != 1 {
 		return r, fmt.Errorf("%s: sigstoreSigned needs exactly one of keyPath, keyPaths, keyData, keyDatas or fulcio (got %d)", where, n)
 	}
-	sources := 0
 	if v.KeyPath != "" {
-		sources++
 		b, err := ld.file(v.KeyPath, where+".keyPath")
 		if err != nil {
 			return r, err
@@ -312,7 +310,6 @@ func (ld *loader) sigstoreSigned(raw json.RawMessage, where string) (requirement
 		keyPEMs = append(keyPEMs, b)
 	}
 	if v.KeyPaths != nil {
-		sources++
 		if len(v.KeyPaths) == 0 {
 			return r, fmt.Errorf("%s.keyPaths: empty", where)
 		}
@@ -325,12 +322,10 @@ func (ld *loader) sigstoreSigned(raw json.RawMessage, where string) (requirement
 		}
 	}
 	if v.KeyData != nil {
-		sources++
 		ld.add(v.KeyData)
 		keyPEMs = append(keyPEMs, v.KeyData)
 	}
 	if v.KeyDatas != nil {
-		sources++
 		if len(v.KeyDatas) == 0 {
 			return r, fmt.Errorf("%s.keyDatas: empty", where)
 		}
@@ -340,15 +335,11 @@ func (ld *loader) sigstoreSigned(raw json.RawMessage, where string) (requirement
 		}
 	}
 	if v.Fulcio != nil {
-		sources++
 		f, err := ld.fulcio(v.Fulcio, where+".fulcio")
 		if err != nil {
 			return r, err
 		}
 		r.fulcio = f
-	}
-	if sources != 1 {
-		return r, fmt.Errorf("%s: sigstoreSigned needs exactly one of keyPath, keyPaths, keyData, keyDatas or fulcio (got %d)", where, sources)
 	}
 	for i, k := range keyPEMs {
 		pub, err := cryptoutils.UnmarshalPEMToPublicKey(k)
