@@ -61,6 +61,7 @@ func TestKeyRequirement(t *testing.T) {
 		{"signed", repo + ":v1", sigs(good), ""},
 		{"by digest", repo + "@" + digest, sigs(good), ""},
 		{"no signature", repo + ":v1", nil, "no signature"},
+		{"no signature, by digest", repo + "@" + digest, nil, "no signature"},
 		{"another key", repo + ":v1", sigs(other2.Sign(cosigner.Payload(repo, digest))), "wrong key"},
 		{"tampered payload", repo + ":v1", sigs(cosigner.Tamper(good)), "wrong key"},
 		{"another digest", repo + ":v1", sigs(k.Sign(cosigner.Payload(repo, other))), "digest mismatch: the signature is for " + other},
@@ -81,7 +82,14 @@ func TestKeyRequirement(t *testing.T) {
 				t.Fatal("allowed")
 			}
 			msg := d.Error()
-			for _, w := range []string{c.image + "@" + digest, `transports.docker["` + repo + `"]`, c.want} {
+			if strings.Count(msg, digest) != 1 {
+				t.Errorf("refusal %q names the digest %d times", msg, strings.Count(msg, digest))
+			}
+			image := c.image
+			if !strings.Contains(image, "@") {
+				image += "@" + digest
+			}
+			for _, w := range []string{image, `transports.docker["` + repo + `"]`, c.want} {
 				if !strings.Contains(msg, w) {
 					t.Errorf("refusal %q lacks %q", msg, w)
 				}

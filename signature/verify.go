@@ -50,7 +50,8 @@ type Decision struct {
 
 // Error is the one-line refusal: image, digest, scope and what was found.
 func (d Decision) Error() string {
-	if d.Digest == "" {
+	if d.Digest == "" || strings.HasSuffix(d.Image, "@"+d.Digest) {
+		// not resolved yet, or named by its digest already
 		return fmt.Sprintf("%s: refused by the signature policy (%s): %s", d.Image, d.Scope, d.Reason)
 	}
 	return fmt.Sprintf("%s@%s: refused by the signature policy (%s): %s", d.Image, d.Digest, d.Scope, d.Reason)
