@@ -155,6 +155,11 @@ func (c *Cache) Resolve(ctx context.Context, ref string) (Bundle, error) {
 }
 
 func (c *Cache) resolve(ctx context.Context, ir imageRef) (Bundle, error) {
+	if c.s.sigPolicy != nil {
+		if d, rejected := c.s.sigPolicy.Rejects(ir.named); rejected {
+			return Bundle{}, refusal(d) // before any registry is asked
+		}
+	}
 	if c.s.policy != PullAlways || c.s.offline {
 		if d, ok := c.localDescriptor(ir); ok {
 			if b, ok, err := c.cached(ctx, ir, d); ok || err != nil {
@@ -201,6 +206,11 @@ func (c *Cache) cached(ctx context.Context, ir imageRef, d v1.Descriptor) (Bundl
 	if err != nil {
 		return Bundle{}, false, nil
 	}
+	if c.s.sigPolicy != nil {
+		if err := c.checkCachedSignatures(ctx, ir, d); err != nil {
+			return Bundle{}, false, err
+		}
+	}
 	now := time.Now()
 	_ = os.Chtimes(c.metaPath(d.Digest.Hex), now, now) // last use, for prune's LRU order
 	return c.bundle(ir, d.Digest, m), true, nil
@@ -243,6 +253,12 @@ func (c *Cache) pull(ctx context.Context, ir imageRef, desc *v1.Descriptor) (Bun
 		}
 		desc = &d
 	}
+	// The policy decides on the digest just resolved, before any layer is
+	// fetched; that digest is the one unpacked and run.
+	set, err := c.checkSignatures(ctx, ir, *desc)
+	if err != nil {
+		return Bundle{}, err
+	}
 	v, err, _ := c.sf.Do("unpack:"+desc.Digest.Hex, func() (any, error) {
 		m, made, err := c.unpack(ctx, ir, *desc)
 		return unpacked{m, made}, err
@@ -274,6 +290,9 @@ func (c *Cache) pull(ctx context.Context, ir imageRef, desc *v1.Descriptor) (Bun
 		if st, err := os.Stat(c.blobPath(desc.Digest)); err == nil {
 			desc.Size = st.Size()
 		}
+	}
+	if set.Hex != "" {
+		desc.Annotations = map[string]string{annSignatures: set.String()}
 	}
 	if err := c.record(ctx, ir.key, *desc); err != nil {
 		return Bundle{}, fmt.Errorf("recording %s: %w", ir.key, err)

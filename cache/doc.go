@@ -60,6 +60,19 @@
 // limit is refused before any layer is requested, and no blob is read past
 // its declared size. Errors about a registry name it.
 //
+// # Signatures
+//
+// With WithSignaturePolicy, the policy (package signature) decides between
+// the resolved digest and the first layer: Resolve fetches the image's
+// cosign signatures (its sha256-<hex>.sig tag and its OCI 1.1 referrers),
+// stores them as blobs under a signature set recorded on the image's
+// index.json entry (dev.kptr.signatures), and unpacks and returns that
+// digest only if the policy allows it for the name the caller gave (before
+// mirrors). Offline, the stored set is verified again; prune keeps it with
+// the image, export and import carry it. An allowed verdict is remembered
+// under verdicts/ per policy hash, name, digest and set (signatures.go).
+// A refusal is an *Error with exit code ExitSignature.
+//
 // Whoever can write a cache decides what runs from it: Open refuses a cache
 // directory that neither the current user nor root owns, or that group or
 // others can write (owner.go).

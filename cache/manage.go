@@ -26,12 +26,16 @@ type Image struct {
 	LastRun  time.Time // last function run that used it (MarkRun); zero: none since it was unpacked
 	Resolved time.Time // latest time one of Refs was resolved to this digest
 	InUse    bool      // a running kptr process holds it
+	// Signatures is how many signatures the cache holds for it (fetched
+	// under a signature policy); -1 when none were ever fetched.
+	Signatures int
 }
 
 type imageInfo struct {
 	Image
-	blobs  []v1.Hash // manifest, config, layers (those known)
-	rootfs int64
+	blobs   []v1.Hash // manifest, config, layers (those known), signature sets
+	rootfs  int64
+	sigsets []v1.Hash
 }
 
 // images gathers every image known from index.json and rootfs/.
@@ -53,6 +57,9 @@ func (c *Cache) images() (map[string]*imageInfo, error) {
 		ii := get(d.Digest)
 		if n := d.Annotations[annRefName]; n != "" {
 			ii.Refs = append(ii.Refs, n)
+		}
+		if s, err := v1.NewHash(d.Annotations[annSignatures]); err == nil {
+			ii.sigsets = append(ii.sigsets, s)
 		}
 		if t, err := time.Parse(time.RFC3339Nano, d.Annotations[annResolved]); err == nil && t.After(ii.Resolved) {
 			ii.Resolved = t
@@ -81,6 +88,13 @@ func (c *Cache) images() (map[string]*imageInfo, error) {
 	}
 	for _, ii := range out {
 		ii.blobs = c.imageBlobs(ii.Digest)
+		for _, s := range ii.sigsets {
+			ii.blobs = append(ii.blobs, c.sigsetBlobs(s, c.readStored)...)
+		}
+		ii.Signatures = -1
+		if len(ii.sigsets) > 0 {
+			ii.Signatures = c.signatureCount(ii.Digest)
+		}
 		ii.Bytes = ii.rootfs
 		for _, b := range ii.blobs {
 			if st, err := os.Stat(c.blobPath(b)); err == nil {
@@ -246,6 +260,7 @@ func (c *Cache) Prune(ctx context.Context, o PruneOptions) (PruneReport, error) 
 	}
 	if !o.DryRun {
 		c.cleanTmp(false, true)
+		c.clearVerdicts()
 	}
 	rep.TotalBytes = total
 	return rep, nil

@@ -11,6 +11,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/kptr-dev/kptr/signature"
 )
 
 // PullPolicy says when Resolve may contact a registry, with kpt's names.
@@ -157,6 +159,7 @@ type settings struct {
 	timeout   time.Duration
 	jobs      int
 	userAgent string
+	sigPolicy *signature.Policy
 }
 
 func defaultSettings() settings {

@@ -172,11 +172,25 @@ func (c *Cache) updateIndex(ctx context.Context, fn func(*v1.IndexManifest) bool
 }
 
 // record notes that key (a canonical reference) resolved to desc now.
+// A signature set given in desc's annotations (annSignatures) is recorded
+// with it; without one, the set already recorded for key at the same digest
+// is kept.
 func (c *Cache) record(ctx context.Context, key string, desc v1.Descriptor) error {
+	set := desc.Annotations[annSignatures]
 	desc.Annotations = map[string]string{annRefName: key, annResolved: time.Now().UTC().Format(time.RFC3339Nano)}
 	desc.URLs = nil
 	return c.updateIndex(ctx, func(idx *v1.IndexManifest) bool {
 		out := idx.Manifests[:0]
+		if set == "" {
+			for _, d := range idx.Manifests {
+				if d.Annotations[annRefName] == key && d.Digest == desc.Digest && d.Annotations[annSignatures] != "" {
+					set = d.Annotations[annSignatures]
+				}
+			}
+		}
+		if set != "" {
+			desc.Annotations[annSignatures] = set
+		}
 		for _, d := range idx.Manifests {
 			if d.Annotations[annRefName] != key || !(d.Platform == nil || desc.Platform == nil || samePlatform(d.Platform, desc.Platform)) {
 				out = append(out, d)

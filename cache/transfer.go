@@ -42,8 +42,14 @@ func (c *Cache) Export(ctx context.Context, refs []string, dest string, asTar bo
 			d.Size = st.Size()
 		}
 		d.Annotations = map[string]string{annRefName: ir.key}
+		blobList := c.imageBlobs(d.Digest)
+		if set, ok := c.sigsetFor(ir.key, d.Digest); ok {
+			// the signatures travel with the image (verified again where imported)
+			d.Annotations[annSignatures] = set.String()
+			blobList = append(blobList, c.sigsetBlobs(set, c.readStored)...)
+		}
 		descs = append(descs, d)
-		for _, b := range c.imageBlobs(d.Digest) {
+		for _, b := range blobList {
 			if !c.hasBlob(b) {
 				return imgErr(ir.named, fmt.Errorf("blob %s: %w", b, ErrNotCached))
 			}
@@ -337,6 +343,7 @@ func (c *Cache) importLayout(ctx context.Context, dir, repo string) ([]string, [
 		if n != "" && !strings.Contains(n, "/") && repo != "" {
 			n = repo + ":" + n
 		}
+		set := d.Annotations[annSignatures]
 		if n == "" || !strings.Contains(n, "/") {
 			return nil, nil, namingErr{fmt.Errorf("manifest %s has no full image name (%s=%q; name the repository with --repository)", d.Digest, annRefName, n)}
 		}
@@ -367,8 +374,26 @@ func (c *Cache) importLayout(ctx context.Context, dir, repo string) ([]string, [
 				return nil, nil, err
 			}
 		}
+		out := v1.Descriptor{MediaType: d.MediaType, Size: d.Size, Digest: d.Digest, Platform: d.Platform}
+		if sh, err := v1.NewHash(set); err == nil {
+			// a signature set exported with the image: stored (each blob
+			// checked against its digest) and recorded with it
+			readLayout := func(h v1.Hash) ([]byte, error) {
+				b, err := readBounded(blob(h), maxManifestBytes)
+				if err == nil && sha(b) != h {
+					err = fmt.Errorf("blob %s: content does not match its digest", h)
+				}
+				return b, err
+			}
+			for _, b := range c.sigsetBlobs(sh, readLayout) {
+				if err := c.storeFrom(blob(b), b); err != nil {
+					return nil, nil, fmt.Errorf("%s: signatures: %w", n, err)
+				}
+			}
+			out.Annotations = map[string]string{annSignatures: set}
+		}
 		refs = append(refs, n)
-		descs = append(descs, v1.Descriptor{MediaType: d.MediaType, Size: d.Size, Digest: d.Digest, Platform: d.Platform})
+		descs = append(descs, out)
 	}
 	return refs, descs, nil
 }
@@ -465,4 +490,21 @@ func inside(dir, rel string) (string, error) {
 		return "", fmt.Errorf("bad path %q in manifest.json", rel)
 	}
 	return filepath.Join(dir, clean), nil
+}
+
+// readBounded reads a file of at most max bytes.
+func readBounded(p string, max int64) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("%s is larger than %s", p, sizeString(max))
+	}
+	return b, nil
 }

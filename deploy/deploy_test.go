@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/kptr-dev/kptr/signature"
 )
 
 // argoCDVersion is the Argo CD release deploy/ is written and tested against:
@@ -459,6 +461,33 @@ func TestPluginConfigMapVariant(t *testing.T) {
 	m := named(kptrContainer(t, spec)["volumeMounts"], "kptr-plugin")
 	if m["mountPath"] != "/home/argocd/cmp-server/config/plugin.yaml" || m["subPath"] != "plugin.yaml" {
 		t.Errorf("plugin mount = %v", m)
+	}
+
+	// The signature policy comes from its own ConfigMap, mounted where
+	// KPTR_SIGNATURE_POLICY points, and is a policy kptr loads.
+	var pcm *yaml.RNode
+	for k, n := range objs {
+		if strings.HasPrefix(k, "ConfigMap/kptr-signature-policy-") {
+			pcm = n
+		}
+	}
+	if pcm == nil {
+		t.Fatalf("no generated kptr-signature-policy ConfigMap in %v", keys(objs))
+	}
+	doc := pcm.GetDataMap()["signature-policy.json"]
+	if _, err := signature.Parse([]byte(doc), t.TempDir()); err != nil {
+		t.Errorf("the variant's signature policy does not load: %v", err)
+	}
+	if v := named(spec["volumes"], "kptr-signature-policy"); dig(v, "configMap", "name") != pcm.GetName() {
+		t.Errorf("policy volume refers to %v, ConfigMap is %s", dig(v, "configMap", "name"), pcm.GetName())
+	}
+	pm := named(kptrContainer(t, spec)["volumeMounts"], "kptr-signature-policy")
+	env := named(kptrContainer(t, spec)["env"], "KPTR_SIGNATURE_POLICY")
+	if pm["mountPath"] == nil || env["value"] != fmt.Sprint(pm["mountPath"])+"/signature-policy.json" {
+		t.Errorf("KPTR_SIGNATURE_POLICY = %v, policy mounted at %v", env["value"], pm["mountPath"])
+	}
+	if named(kptrContainer(t, spec)["env"], "KPTR_CACHE_DIR") == nil {
+		t.Error("the patch replaced the sidecar's environment instead of adding to it")
 	}
 }
 

@@ -65,6 +65,7 @@ func (g *globals) openCacheWith(lvl slog.Level, extra ...cache.Option) (*cache.C
 		cache.WithOffline(g.offline),
 		cache.WithImagePrefix(g.prefix()),
 		cache.WithLogger(log),
+		cache.WithSignaturePolicy(g.sigPolicy),
 	}
 	switch {
 	case g.progress == "none":
@@ -176,7 +177,10 @@ func (g *globals) cacheLsCmd() *cobra.Command {
 function run (render, eval, generate) last used it (LAST USED, to the minute;
 "never" for an image only pulled, imported or prewarmed so far) and whether
 it is unpacked or held by a running kptr. prune's age and least-recently-used
-order count from the later of the last run and the last pull or resolve. A
+order count from the later of the last run and the last pull or resolve.
+STATE also says how many cosign signatures the cache holds for an image
+pulled under a signature policy (--signature-policy), "signatures: none"
+when it looked and found none. A
 last line counts the current user's memoised function results, if any.
 
 With IMAGE arguments only those are listed, and the exit code is 1 when one
@@ -230,6 +234,13 @@ inspect answers from docker's own store.`,
 			}
 			if im.InUse {
 				state += ", in use"
+			}
+			switch {
+			case im.Signatures > 0:
+				// stored with the image (fetched under a signature policy), verified when it runs
+				state += fmt.Sprintf(", signatures: %d", im.Signatures)
+			case im.Signatures == 0:
+				state += ", signatures: none"
 			}
 			refs := im.Refs
 			if len(refs) == 0 {

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kptr-dev/kptr/runtime"
+	"github.com/kptr-dev/kptr/signature"
 )
 
 func (g *globals) doctorCmd() *cobra.Command {
@@ -23,11 +24,13 @@ as root, whether the image cache the runs use, --cache-dir / KPTR_CACHE_DIR,
 is in reach of the uids functions run as).
 Print one line per probe, with the pod securityContext or node setting that
 fixes each failed or degraded one, then which tier --sandbox (KPTR_SANDBOX)
-picks here and why not the stronger one. Run it in the Argo CD sidecar, in a
-CI job or on a laptop where functions refuse to start.
+picks here and why not the stronger one. Last, the signature policy in force
+(KPTR_SIGNATURE_POLICY): its file, hash and scopes, or that there is none. Run
+it in the Argo CD sidecar, in a CI job or on a laptop where functions refuse
+to start.
 
-Exit 0 when the chosen mode can run functions (possibly degraded), 3 when it
-cannot: kptr then refuses to run function images unless --sandbox=none is set.`,
+Exit 0 when the chosen mode can run functions (possibly degraded), 2 when
+the signature policy does not load, 3 when the sandbox cannot run functions: kptr then refuses to run function images unless --sandbox=none is set.`,
 		Example: `  kptr doctor
 
   # as the Argo CD sidecar runs it
@@ -41,7 +44,38 @@ cannot: kptr then refuses to run function images unless --sandbox=none is set.`,
 // each failed or degraded one, and says which tier --sandbox (KPTR_SANDBOX)
 // picks here and why not the stronger one. Exit 3 when the chosen mode
 // cannot run functions.
-func (g *globals) runDoctor(context.Context, *cobra.Command, []string) error {
+func (g *globals) runDoctor(ctx context.Context, c *cobra.Command, args []string) error {
+	err := g.doctorSandbox()
+	if perr := g.doctorPolicy(); err == nil {
+		err = perr
+	}
+	return err
+}
+
+// doctorPolicy prints the signature policy in force (KPTR_SIGNATURE_POLICY
+// or --signature-policy): its file, hash and scopes; an unusable one is a
+// usage error (every render would refuse to start).
+func (g *globals) doctorPolicy() error {
+	w := g.stdout
+	path := strings.TrimSpace(g.sigPolicyPath)
+	if path == "" {
+		fmt.Fprintln(w, "signature policy: none (KPTR_SIGNATURE_POLICY unset): every image may run")
+		return nil
+	}
+	p, err := signature.Load(path)
+	if err != nil {
+		fmt.Fprintf(w, "signature policy: UNUSABLE: %v\n", err)
+		return withCode(exitUsage, errReportedf("signature policy unusable"))
+	}
+	fmt.Fprintf(w, "signature policy: %s (sha256 %.12s); images are verified before they are pulled or run:\n", path, p.Hash)
+	for _, l := range p.Describe() {
+		fmt.Fprintln(w, "  "+l)
+	}
+	return nil
+}
+
+// doctorSandbox is the sandbox part of doctor.
+func (g *globals) doctorSandbox() error {
 	w := g.stdout
 	// Always probed afresh; the verdicts replace the ones other kptr
 	// processes reuse (runtime's verdict cache), so doctor also refreshes

@@ -35,6 +35,8 @@ type exitFixtures struct {
 	// the tags of tagRepo (a registry serving v0.2.1, v0.2.3, v0.3.0)
 	badYAML, nonKRM, noTag, tagRepo string
 	badTag                          string // a function whose tag: is no tag at all
+	// signature policies: one that rejects every image, one kptr cannot load
+	rejectPolicy, badPolicy string
 }
 
 func newExitFixtures(t *testing.T) exitFixtures {
@@ -69,6 +71,9 @@ func newExitFixtures(t *testing.T) exitFixtures {
 	f.tagRepo = tagRegistry(t) + "/fn/x"
 	writeTree(t, f.noTag, map[string]string{"Kptfile": kf("image: " + f.tagRepo + "\n    tag: \"~0.9\""), "cm.yaml": cm})
 	f.file = filepath.Join(f.ok, "cm.yaml")
+	f.rejectPolicy, f.badPolicy = filepath.Join(base, "reject.json"), filepath.Join(base, "gpg.json")
+	writeTree(t, base, map[string]string{"reject.json": `{"default": [{"type": "reject"}]}`,
+		"gpg.json": `{"default": [{"type": "signedBy", "keyType": "GPGKeys", "keyPath": "/k.gpg"}]}`})
 	if err := os.WriteFile(f.cacheFile, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -83,6 +88,9 @@ func exitCases(f exitFixtures) []exitCase {
 	cacheFile := map[string]string{"KPTR_CACHE_DIR": f.cacheFile}
 	allowed := map[string]string{"KPTR_ALLOWED_IMAGES": "127.0.0.1:1/**"}
 	exec := map[string]string{"KPTR_ALLOW_EXEC": "true"}
+	reject := map[string]string{"KPTR_SIGNATURE_POLICY": f.rejectPolicy, "KPTR_ALLOWED_IMAGES": "127.0.0.1:1/**"}
+	badPolicy := map[string]string{"KPTR_SIGNATURE_POLICY": f.badPolicy}
+	refused := "127.0.0.1:1/fn/set-labels:v1: refused by the signature policy (default): the policy rejects every image here (reject)"
 	return []exitCase{
 		{"usage", nil, nil, 2, 0, "kptr: name a command"},
 		{"usage", []string{"frobnicate"}, nil, 2, 1, `kptr: unknown command "frobnicate"`},
@@ -110,6 +118,8 @@ func exitCases(f exitFixtures) []exitCase {
 		{"input", []string{"fn", "render", f.noTag, "-o", "unwrap"}, nil, 2, 1, `no tag matches constraint "~0.9" (the repository has 3 tags; nearest: v0.2.1, v0.2.3, v0.3.0)`},
 		{"function", []string{"fn", "render", f.failing, "--allow-exec", "-o", "unwrap"}, nil, 1, 1, "Exit code: 1"},
 		{"registry", []string{"fn", "render", f.registry, "-o", "unwrap"}, nil, 3, 1, "connection refused"},
+		{"signature", []string{"fn", "render", f.registry, "-o", "unwrap"}, reject, 4, 1, refused},
+		{"usage", []string{"fn", "render", f.registry, "-o", "unwrap"}, badPolicy, 2, 1, "KPTR_SIGNATURE_POLICY (--signature-policy): signature policy " + f.badPolicy + ": default[0]: requirement type signedBy"},
 		{"environment", []string{"fn", "render", f.registry, "-o", "unwrap"}, cacheFile, 3, 1, f.cacheFile},
 		{"input", []string{"render", f.missing}, nil, 2, -1, "no such file or directory"},
 		{"function", []string{"render", f.failing, "--allow-exec", "-o", "unwrap"}, nil, 1, -1, "Exit code: 1"},
@@ -126,6 +136,7 @@ func exitCases(f exitFixtures) []exitCase {
 		{"input", []string{"fn", "eval", f.ok, "-i", f.tagRepo, "--tag", "~0.9", "-o", "unwrap"}, nil, 2, 1, "nearest: v0.2.1, v0.2.3, v0.3.0"},
 		{"function", []string{"fn", "eval", f.ok, "--exec", "false", "-o", "unwrap"}, nil, 1, 1, "Exit code: 1"},
 		{"registry", []string{"fn", "eval", f.ok, "-i", "127.0.0.1:1/fn/set-labels:v1", "-o", "unwrap"}, nil, 3, 1, "connection refused"},
+		{"signature", []string{"fn", "eval", f.ok, "-i", "127.0.0.1:1/fn/set-labels:v1", "-o", "unwrap"}, reject, 4, 1, refused},
 		{"environment", []string{"fn", "eval", f.ok, "-i", "127.0.0.1:1/fn/set-labels:v1", "-o", "unwrap"}, cacheFile, 3, 1, f.cacheFile},
 
 		{"ok", []string{"fn", "source", f.ok}, nil, 0, 0, ""},
@@ -143,10 +154,12 @@ func exitCases(f exitFixtures) []exitCase {
 		{"input", []string{"fn", "source", f.badYAML}, nil, 2, 1, "MalformedYAMLError"},
 		{"function", []string{"generate", f.failing}, exec, 1, -1, "kptr generate: render .: false: function failed"},
 		{"registry", []string{"generate", f.registry}, allowed, 3, -1, "connection refused"},
+		{"signature", []string{"generate", f.registry}, reject, 4, -1, refused},
 
 		{"usage", []string{"prewarm", "--jobs", "0"}, nil, 2, 1, "kptr prewarm: --jobs must be at least 1"},
 		{"input", []string{"prewarm", f.missing}, nil, 2, -1, "kptr prewarm: stat " + f.missing},
 		{"registry", []string{"prewarm", f.registry}, nil, 3, -1, "connection refused"},
+		{"signature", []string{"prewarm", f.registry}, reject, 4, -1, refused},
 		{"environment", []string{"prewarm", f.registry}, cacheFile, 3, -1, f.cacheFile},
 
 		{"usage", []string{"cache"}, nil, 2, 1, "kptr cache: name a command"},
@@ -154,6 +167,8 @@ func exitCases(f exitFixtures) []exitCase {
 		{"usage", []string{"cache", "pull"}, nil, 2, 1, "kptr cache pull: name at least one image"},
 		{"input", []string{"cache", "pull", "Bad Ref"}, nil, 2, -1, "Bad Ref"},
 		{"registry", []string{"cache", "pull", "127.0.0.1:1/fn/set-labels:v1"}, nil, 3, -1, "connection refused"},
+		{"signature", []string{"cache", "pull", "127.0.0.1:1/fn/set-labels:v1"}, reject, 4, -1, "kptr cache pull: " + refused},
+		{"usage", []string{"cache", "pull", "127.0.0.1:1/fn/set-labels:v1"}, badPolicy, 2, -1, "requirement type signedBy"},
 		{"environment", []string{"cache", "pull", "127.0.0.1:1/fn/set-labels:v1"}, cacheFile, 3, -1, f.cacheFile},
 		{"ok", []string{"cache", "ls"}, nil, 0, 1, ""},
 		{"usage", []string{"cache", "tag", "only-one"}, nil, 2, 1, "kptr cache tag: expected SRC and DST, got 1 argument(s)"},

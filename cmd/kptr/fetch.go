@@ -120,6 +120,15 @@ func (r *fetchingResolver) start(bf *cache.BackgroundFetch, ref string) error {
 	for _, h := range g.insecure {
 		args = append(args, "--insecure-registry", h)
 	}
+	if g.sigPolicyPath != "" {
+		// no layer of an image the policy refuses is downloaded (the child
+		// runs in /: the path made absolute)
+		p, err := filepath.Abs(g.sigPolicyPath)
+		if err != nil {
+			return err
+		}
+		args = append(args, "--signature-policy", p)
+	}
 	// /proc/self/exe: kptr itself, also when it runs from its sealed copy.
 	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: append(args, "--", ref), Dir: "/"}
 	cmd.ExtraFiles = []*os.File{lock}

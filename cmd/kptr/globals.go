@@ -18,6 +18,7 @@ import (
 	"github.com/kptr-dev/kptr/pipeline"
 
 	"github.com/kptr-dev/kptr/runtime"
+	"github.com/kptr-dev/kptr/signature"
 )
 
 // globals are the settings commands share, and the process's streams. Each
@@ -47,6 +48,10 @@ type globals struct {
 	// shared settings apply to it, and whether each came from its flag or
 	// its variable.
 	flags *pflag.FlagSet
+	// sigPolicyPath is --signature-policy (KPTR_SIGNATURE_POLICY), and
+	// sigPolicy the policy checkSettings loaded from it (nil: none).
+	sigPolicyPath string
+	sigPolicy     *signature.Policy
 
 	// atExit runs when the command has finished (run's deferred cleanup):
 	// the sandbox's Close, so no prepared sandbox outlives kptr. Added to
@@ -114,6 +119,7 @@ func (g *globals) settings() []settingGroup {
 			fs.BoolVar(&g.offline, "offline", envBool(env("KPTR_OFFLINE")), "never touch the network; a cache miss is an error (KPTR_OFFLINE)")
 			fs.StringVar(&g.pullPolicy, "image-pull-policy", envOr(env("KPTR_IMAGE_PULL_POLICY"), "IfNotPresent"), "Always, IfNotPresent or Never (KPTR_IMAGE_PULL_POLICY)")
 			fs.DurationVar(&g.regTimeout, "registry-timeout", envDuration(env("KPTR_REGISTRY_TIMEOUT"), 30*time.Second), "time a registry may take to connect, to answer, and to send each next KiB (KPTR_REGISTRY_TIMEOUT)")
+			fs.StringVar(&g.sigPolicyPath, "signature-policy", strings.TrimSpace(env("KPTR_SIGNATURE_POLICY")), "containers-policy.json(5) file: only images whose cosign signatures it accepts are pulled and run; none: every image (KPTR_SIGNATURE_POLICY)")
 			fs.StringVar(&g.progress, "progress", envOr(env("KPTR_PROGRESS"), "auto"), "auto (bars on a terminal), plain (log lines) or none (KPTR_PROGRESS)")
 		}},
 		{scopeNames, func(fs *pflag.FlagSet) {
@@ -300,6 +306,15 @@ func (g *globals) checkSettings(fs *pflag.FlagSet) error {
 				return usageError("%s: want a whole number (0 for the default), got %q", name, v)
 			}
 		}
+	}
+	if on("signature-policy") && strings.TrimSpace(g.sigPolicyPath) != "" {
+		p, err := signature.Load(strings.TrimSpace(g.sigPolicyPath))
+		if err != nil {
+			return usageError("%s: %v", from("signature-policy", "KPTR_SIGNATURE_POLICY"), err)
+		}
+		g.sigPolicy = p
+	} else if on("signature-policy") && fs.Changed("signature-policy") {
+		return usageError("--signature-policy: empty; name a containers-policy.json file (or leave the flag out for none)")
 	}
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(g.logLevel)); on("log-level") && err != nil {

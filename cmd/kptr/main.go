@@ -28,6 +28,9 @@ const (
 	exitFunction = 1
 	exitUsage    = 2
 	exitEnv      = 3
+	// exitSignature: an image refused by the signature policy
+	// (--signature-policy); the cache's refusal carries it.
+	exitSignature = 4 // cache.ExitSignature
 )
 
 // exitError carries an exit code through the error chain.

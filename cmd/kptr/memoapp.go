@@ -115,6 +115,10 @@ func (g *globals) wholeKey(ctx context.Context, kind string, fsys fs.FS, images 
 	k.Str("fn-max-output", g.getenv("KPTR_FN_MAX_OUTPUT"))
 	k.Str("output-limits", fmt.Sprintf("%+v", g.outputLimits()))
 	k.Str("variant", g.memoVariant())
+	if g.sigPolicy != nil {
+		// each image above was also allowed by this very policy
+		k.Str("signature-policy", g.sigPolicy.Hash)
+	}
 	st, err := memo.OpenFor(c.Dir(), memo.Options{})
 	if err != nil {
 		g.logger().Warn("function results are not memoised", "err", err)
