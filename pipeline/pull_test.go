@@ -36,11 +36,14 @@ func TestTranscriptTimeExcludesThePull(t *testing.T) {
 		"cm.yaml": fmt.Sprintf(cm, "x"),
 	})
 	var stderr bytes.Buffer
-	r := &pullingResolver{fakeResolver: fake, pull: 1500 * time.Millisecond}
+	// The pull takes 3 s; the function's own time is far below that, but on
+	// a loaded machine may pass a second, so the check is only that the
+	// printed time leaves the 3 s out (it would be 3 s or more with them).
+	r := &pullingResolver{fakeResolver: fake, pull: 3 * time.Second}
 	if _, err := Render(context.Background(), dir, Options{Resolver: r, Runner: runtime.Host{}, Stderr: &stderr, Output: OutputMemory}); err != nil {
 		t.Fatalf("render: %v\n%s", err, stderr.String())
 	}
-	want := regexp.MustCompile(`(?m)^\[RUNNING\] "ghcr.io/kptdev/krm-functions-catalog/labeler:latest"[^\n]*\n  Pulled in 1.5s\n\[PASS\] "ghcr.io/kptdev/krm-functions-catalog/labeler:latest" in (0s|\d{1,3}ms)\n`)
+	want := regexp.MustCompile(`(?m)^\[RUNNING\] "ghcr.io/kptdev/krm-functions-catalog/labeler:latest"[^\n]*\n  Pulled in 3s\n\[PASS\] "ghcr.io/kptdev/krm-functions-catalog/labeler:latest" in (0s|\d{1,3}ms|[12](\.\d+)?s)\n`)
 	if !want.MatchString(stderr.String()) {
 		t.Fatalf("transcript:\n%s\nwant the pull on its own line and the function's time without it", stderr.String())
 	}
