@@ -193,7 +193,8 @@ func TestSixteenProcessesFetchEachBlobOnce(t *testing.T) {
 }
 
 // Registry down: cached images resolve under IfNotPresent and --offline; a
-// miss names the image and the policy.
+// miss names the image and the policy. A plain `cache pull` asks the
+// registry again, as docker pull does, and so fails naming the cause.
 func TestOfflineWithRegistryStopped(t *testing.T) {
 	reg := registry.Start(t)
 	img := fnimage.Build(t, "cat")
@@ -202,7 +203,10 @@ func TestOfflineWithRegistryStopped(t *testing.T) {
 	cacheDir := t.TempDir()
 	kptr(t, cacheDir, "cache", "pull", ref).must(t)
 	reg.Stop()
-	for _, args := range [][]string{{}, {"--offline"}, {"--image-pull-policy", "Never"}} {
+	if r := kptr(t, cacheDir, "cache", "pull", ref); r.code != 3 || !strings.Contains(r.stderr, "connection refused") {
+		t.Fatalf("cache pull with the registry down: exit %d: %q", r.code, r.stderr)
+	}
+	for _, args := range [][]string{{"--image-pull-policy", "IfNotPresent"}, {"--offline"}, {"--image-pull-policy", "Never"}} {
 		r := kptr(t, cacheDir, append(append([]string{"cache", "pull"}, args...), ref)...).must(t)
 		if !strings.Contains(r.stdout, digestOf(t, img)) {
 			t.Fatalf("%v: %s", args, r.stdout)
