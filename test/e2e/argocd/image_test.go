@@ -119,14 +119,16 @@ func TestImageRunsKptrInKptrsOwnSandbox(t *testing.T) {
 			res = run("doctor")
 			report := string(res.Stdout) + string(res.Stderr)
 			t.Logf("kptr doctor in the image (exit %d):\n%s", res.ExitCode, report)
-			for _, probe := range []string{"userns", "mount", "proc", "seccomp", "sandbox:"} {
-				if !strings.Contains(report, probe) {
-					t.Errorf("doctor report lacks %q", probe)
+			// Inside kptr's own sandbox the outer seccomp filter refuses
+			// namespaces, so the image's kptr finds no namespace tier and
+			// takes the landlock tier, whose probe applies the image kptr's
+			// own filter in a child: every build filters, this one too.
+			for _, line := range []string{"[failed]    userns    cannot create a user namespace: operation not permitted",
+				"[ok]        confine   no_new_privs, Landlock and the seccomp filter applied in a child",
+				"sandbox: usable as"} {
+				if !strings.Contains(report, line) {
+					t.Errorf("doctor report lacks %q", line)
 				}
-			}
-			// Every build filters: the image's kptr as well.
-			if !strings.Contains(report, "seccomp allow-list loaded into every function") {
-				t.Error("the image's kptr does not report its seccomp filter")
 			}
 			if res.ExitCode != 0 && res.ExitCode != 3 {
 				t.Errorf("doctor exit code %d (want 0, or 3 for a sandbox that cannot nest)", res.ExitCode)
