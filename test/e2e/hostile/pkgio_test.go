@@ -120,11 +120,11 @@ func TestSymlinksLeavingThePackage(t *testing.T) {
 			code                        int // 0: 1, a function or package read failing as kpt's render fails
 		}{
 			{"function writes through a linked directory", move, "link", "config", []string{"fn", "render", "PKG", "--allow-exec"}, "link/x.yaml: symbolic link link leads outside the package", 0},
-			{"linked file, render in place", labelKptfile, "secret.yaml", "config/app.yaml", []string{"fn", "render", "PKG", "--allow-exec"}, "secret.yaml: symbolic link to a location outside the package",2}, // a package file kptr refuses to read is an input error
-			{"linked file, eval in place", labelKptfile, "secret.yaml", "config/app.yaml", []string{"fn", "eval", "PKG", "--exec", "fx op=label key=e value=y"}, "secret.yaml: symbolic link to a location outside the package",2}, // a package file kptr refuses to read is an input error
-			{"linked file, generate", labelKptfile, "secret.yaml", "config/app.yaml", []string{"generate", "PKG"}, "secret.yaml: symbolic link to a location outside the package",2}, // a package file kptr refuses to read is an input error
-			{"linked non-YAML file", labelKptfile, "passwd.yaml", "config/notes.txt", []string{"fn", "render", "PKG", "--allow-exec", "-o", "stdout"}, "passwd.yaml: symbolic link to a location outside the package",2}, // a package file kptr refuses to read is an input error
-			{"linked Kptfile", "", "Kptfile", "config/notes.txt", []string{"fn", "render", "PKG", "--allow-exec"}, "Kptfile: symbolic link to a location outside the package", 2}, // an unreadable Kptfile is an input error
+			{"linked file, render in place", labelKptfile, "secret.yaml", "config/app.yaml", []string{"fn", "render", "PKG", "--allow-exec"}, "secret.yaml: symbolic link to a location outside the package", 2},                    // a package file kptr refuses to read is an input error
+			{"linked file, eval in place", labelKptfile, "secret.yaml", "config/app.yaml", []string{"fn", "eval", "PKG", "--exec", "fx op=label key=e value=y"}, "secret.yaml: symbolic link to a location outside the package", 2}, // a package file kptr refuses to read is an input error
+			{"linked file, generate", labelKptfile, "secret.yaml", "config/app.yaml", []string{"generate", "PKG"}, "secret.yaml: symbolic link to a location outside the package", 2},                                               // a package file kptr refuses to read is an input error
+			{"linked non-YAML file", labelKptfile, "passwd.yaml", "config/notes.txt", []string{"fn", "render", "PKG", "--allow-exec", "-o", "stdout"}, "passwd.yaml: symbolic link to a location outside the package", 2},           // a package file kptr refuses to read is an input error
+			{"linked Kptfile", "", "Kptfile", "config/notes.txt", []string{"fn", "render", "PKG", "--allow-exec"}, "Kptfile: symbolic link to a location outside the package", 2},                                                   // an unreadable Kptfile is an input error
 		}
 		for i, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
