@@ -35,8 +35,13 @@
 // $TMPDIR/kptr-memo-<uid>. The directory must be owned by the current user
 // and reachable by nobody else (mode 0700, checked on the opened handle):
 // whoever can write it decides what a render returns, so a directory that
-// fails the check is not used (memoisation is off, nothing fails). Every
-// file operation goes through an os.Root on that directory.
+// fails the check is not used (memoisation is off, nothing fails). A
+// symbolic link at either name is never followed (privdir.Open): another
+// user could plant one in a shared $TMPDIR pointing at a private directory
+// of the victim's. Every file operation goes through an os.Root on that
+// directory, and the store removes only what it writes: regular files named
+// as records or temporaries, never a directory, a link or a file of another
+// name.
 //
 // A record is written to a temporary file and renamed into place, so a
 // reader never sees a partial one (it is not synced: after a crash a

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -179,8 +180,9 @@ func TestOnlySuccessIsRecorded(t *testing.T) {
 }
 
 // TestCorruptRecordIsRemoved: a flipped byte, a truncation, an empty file,
-// garbage, a record written for another key, a directory: never trusted,
-// the function runs, and the record is replaced by a good one.
+// garbage, a record written for another key: never trusted, the function
+// runs, and the record is replaced by a good one. A directory under a
+// record's name is not the store's: never trusted, and left alone.
 func TestCorruptRecordIsRemoved(t *testing.T) {
 	damage := map[string]func(t *testing.T, p string, other []byte){
 		"flipped byte": func(t *testing.T, p string, _ []byte) { b := read(t, p); b[len(b)-3] ^= 1; write(t, p, b) },
@@ -213,7 +215,14 @@ func TestCorruptRecordIsRemoved(t *testing.T) {
 			if reused || fn.runs.Load() != 3 || out != "run 3: x" {
 				t.Fatalf("after a damaged record: reused %v, %d runs, %q; want a real run", reused, fn.runs.Load(), out)
 			}
-			if _, reused := run(t, r, bundle(), invocation("x")); !reused {
+			_, reused = run(t, r, bundle(), invocation("x"))
+			if name == "directory" {
+				if st, err := os.Lstat(p); reused || err != nil || !st.IsDir() {
+					t.Fatalf("a directory under a record's name: reused %v, now %v %v; want it left alone and never replayed", reused, st, err)
+				}
+				return
+			}
+			if !reused {
 				t.Fatal("the damaged record was not replaced by a good one")
 			}
 		})
@@ -375,7 +384,7 @@ func TestOpenRefusesSharedDirectory(t *testing.T) {
 	if err := os.Chmod(d, 0o733); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(d, Options{}); err == nil || !strings.Contains(err.Error(), "want 0700") {
+	if _, err := Open(d, Options{}); err == nil || !strings.Contains(err.Error(), "has mode 0733") {
 		t.Fatalf("world-writable directory: %v", err)
 	}
 	f := filepath.Join(t.TempDir(), "file")
@@ -479,4 +488,87 @@ func TestPrepareOnlyAfterMiss(t *testing.T) {
 	prepared(2, "after the first miss")
 	r2.Prepare(context.Background(), bundle(), invocation(""))
 	prepared(3, "after a miss")
+}
+
+// TestPlantedLinkIsNeverFollowed (issue 21): a link planted at the store's
+// name, pointing at a private directory of the user's, is refused, and
+// nothing in that directory changes; so is a link at $TMPDIR/kptr-memo-<uid>
+// when the cache is not the user's.
+func TestPlantedLinkIsNeverFollowed(t *testing.T) {
+	victim := t.TempDir()
+	if err := os.Chmod(victim, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(victim, "document.txt"), []byte("keep me"))
+	if err := os.Mkdir(filepath.Join(victim, ".ssh"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(victim, ".ssh", "id_ed25519"), []byte("key"))
+	store := filepath.Join(t.TempDir(), "memo")
+	if err := os.Symlink(victim, store); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(store, Options{}); err == nil || !strings.Contains(err.Error(), "is a symbolic link") {
+		t.Fatalf("a planted link was accepted as the store: %v", err)
+	}
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	if err := os.Symlink(victim, filepath.Join(tmp, "kptr-memo-"+strconv.Itoa(os.Geteuid()))); err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(t.TempDir(), "cache")
+	if err := os.Symlink(t.TempDir(), cache); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, filepath.Join(cache, "memo")); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := OpenFor(cache, Options{}); err == nil {
+		s.Close()
+		t.Fatalf("OpenFor used %s", s.Dir())
+	}
+	ents, err := os.ReadDir(victim)
+	if err != nil || len(ents) != 2 {
+		t.Fatalf("the victim's directory changed: %v %v", ents, err)
+	}
+	if b := read(t, filepath.Join(victim, ".ssh", "id_ed25519")); string(b) != "key" {
+		t.Fatal("the victim's key changed")
+	}
+}
+
+// TestPruneRemovesOnlyItsOwn (issue 21): Prune, even of everything, removes
+// the store's records and stale temporaries and nothing else: not a
+// directory or link under any name, not a file of another name.
+func TestPruneRemovesOnlyItsOwn(t *testing.T) {
+	s := newStore(t, Options{})
+	k := KeyOf(bundle(), invocation(""), "", []byte("x"))
+	if err := s.Put(k, Record{Stdout: []byte("out")}); err != nil {
+		t.Fatal(err)
+	}
+	foreign := []string{"notes.txt", "tmp-dir", "0123456789012345678901234567890123456789012345678901234567890123", "link", ".ssh"}
+	write(t, filepath.Join(s.Dir(), "notes.txt"), []byte("not the store's"))
+	for _, d := range []string{"tmp-dir", foreign[2], ".ssh"} {
+		if err := os.Mkdir(filepath.Join(s.Dir(), d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		write(t, filepath.Join(s.Dir(), d, "inside"), []byte("x"))
+	}
+	if err := os.Symlink("/etc/passwd", filepath.Join(s.Dir(), "link")); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-2 * staleTmp)
+	for _, p := range []string{"tmp-dir", "notes.txt"} {
+		os.Chtimes(filepath.Join(s.Dir(), p), old, old)
+	}
+	if _, err := s.Prune(PruneOptions{All: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(s.Dir(), k.String())); err == nil {
+		t.Error("the record was kept")
+	}
+	for _, name := range foreign {
+		if _, err := os.Lstat(filepath.Join(s.Dir(), name)); err != nil {
+			t.Errorf("Prune removed %s, which the store did not write: %v", name, err)
+		}
+	}
 }

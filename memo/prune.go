@@ -39,7 +39,7 @@ type entry struct {
 }
 
 // scan lists the store's records, and the names of its debris (stale
-// temporaries and files that cannot be records).
+// temporaries). Records that fail their checks are removed when read (Get).
 func (s *Store) scan() (recs []entry, debris []string, err error) {
 	d, err := s.root.Open(".")
 	if err != nil {
@@ -60,15 +60,20 @@ func (s *Store) scan() (recs []entry, debris []string, err error) {
 		if err != nil {
 			continue // gone meanwhile
 		}
+		// Only what the store writes is ever removed: regular files named
+		// as records or temporaries. Anything else (a directory, a link, a
+		// file of another name) is not the store's and stays, whoever put it
+		// there.
+		if !info.Mode().IsRegular() {
+			continue
+		}
 		switch {
 		case strings.HasPrefix(name, tmpPrefix):
 			if now.Sub(info.ModTime()) > staleTmp {
 				debris = append(debris, name)
 			}
-		case isKeyName(name) && info.Mode().IsRegular():
+		case isKeyName(name):
 			recs = append(recs, entry{name, info.Size(), info.ModTime()})
-		default:
-			debris = append(debris, name)
 		}
 	}
 	return recs, debris, nil
@@ -98,7 +103,8 @@ func (s *Store) Usage() (Usage, error) {
 }
 
 // Prune removes, least recently used first, every record beyond the
-// bounds (the store's, narrowed by o), and debris. A record a concurrent
+// bounds (the store's, narrowed by o), and stale temporaries; it removes
+// nothing else (see scan). A record a concurrent
 // reader has open stays readable to it (Unix unlink semantics).
 func (s *Store) Prune(o PruneOptions) (PruneReport, error) {
 	var rep PruneReport
@@ -134,7 +140,7 @@ func (s *Store) Prune(o PruneOptions) (PruneReport, error) {
 	}
 	for _, name := range debris {
 		if !o.DryRun {
-			errs = append(errs, ignoreGone(s.root.RemoveAll(name)))
+			errs = append(errs, ignoreGone(s.root.Remove(name))) // a regular file: never a tree
 		}
 	}
 	return rep, errors.Join(errs...)

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/kptr-dev/kptr/internal/privdir"
 )
 
 // Options bound a Store. Zero fields take the defaults.
@@ -101,41 +103,19 @@ func OpenFor(cacheDir string, o Options) (*Store, error) {
 }
 
 // Open opens (creating it, mode 0700) the store in dir. It refuses a
-// directory that is not owned by the current user or that group or others
-// can reach: its writer decides what a memoised render returns, its reader
-// sees the functions' inputs.
+// link at dir (never followed: another user may have planted it in a
+// shared $TMPDIR, pointing at a directory of the current user's that the
+// store's cleanup would then sweep), and a directory that is not owned by
+// the current user or that group or others can reach: its writer decides
+// what a memoised render returns, its reader sees the functions' inputs.
+// The checks are made on the opened directory (privdir.Open), and every
+// later operation goes through that handle.
 func Open(dir string, o Options) (*Store, error) {
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return nil, fmt.Errorf("memo directory %s: %w", dir, err)
-	}
-	root, err := os.OpenRoot(dir)
+	root, err := privdir.Open(dir, privdir.Options{Perm: 0o700})
 	if err != nil {
-		return nil, fmt.Errorf("memo directory %s: %w", dir, err)
-	}
-	// checked on the handle every later operation goes through
-	st, err := root.Stat(".")
-	if err == nil {
-		err = checkPrivate(st, os.Geteuid())
-	}
-	if err != nil {
-		root.Close()
-		return nil, fmt.Errorf("memo directory %s: %w", dir, err)
+		return nil, fmt.Errorf("memo directory: %w", err)
 	}
 	return &Store{dir: dir, root: root, o: o.withDefaults(), uid: os.Geteuid(), now: time.Now}, nil
-}
-
-// checkPrivate accepts a directory owned by uid that nobody else can
-// read, write or enter.
-func checkPrivate(st fs.FileInfo, uid int) error {
-	switch {
-	case !st.IsDir():
-		return errors.New("not a directory")
-	case ownerOf(st) != uid:
-		return fmt.Errorf("owned by uid %d, not by the current user (uid %d): its owner would decide what a render returns", ownerOf(st), uid)
-	case st.Mode().Perm()&0o077 != 0:
-		return fmt.Errorf("mode %04o: group or others can reach it; want 0700", st.Mode().Perm())
-	}
-	return nil
 }
 
 func ownerOf(st fs.FileInfo) int {
@@ -158,8 +138,9 @@ func (s *Store) Get(k Key) (Record, bool) {
 	name := k.String()
 	rec, err := s.read(name, k)
 	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			_ = s.root.Remove(name)
+		var bad *badRecord
+		if errors.As(err, &bad) {
+			_ = s.root.Remove(name) // a regular file of the current user's, by its record name
 		}
 		return Record{}, false
 	}
@@ -180,18 +161,29 @@ func (s *Store) read(name string, k Key) (Record, error) {
 	}
 	switch {
 	case !st.Mode().IsRegular():
-		return Record{}, errors.New("not a regular file")
+		return Record{}, errors.New("not a regular file") // not the store's: left alone
 	case ownerOf(st) != s.uid:
 		return Record{}, errors.New("not owned by the current user")
 	case st.Size() > s.o.MaxEntryBytes:
-		return Record{}, errors.New("too large")
+		return Record{}, &badRecord{errors.New("too large")}
 	}
 	b := make([]byte, st.Size())
 	if _, err := io.ReadFull(f, b); err != nil {
-		return Record{}, err
+		return Record{}, &badRecord{err}
 	}
-	return decode(b, k)
+	rec, err := decode(b, k)
+	if err != nil {
+		return Record{}, &badRecord{err}
+	}
+	return rec, nil
 }
+
+// badRecord is a record file of the store's (a regular file of the current
+// user's under a record name) that fails its checks: Get removes it.
+type badRecord struct{ err error }
+
+func (e *badRecord) Error() string { return e.err.Error() }
+func (e *badRecord) Unwrap() error { return e.err }
 
 // touch records a use in the record's mtime, at most once a minute.
 func (s *Store) touch(name string) {
