@@ -90,7 +90,9 @@ func NewBackgroundFetch(dir, ref string) *BackgroundFetch {
 // to the fetching process and close it here) or ok false when a fetch of the
 // image is running.
 func (b *BackgroundFetch) Claim() (lock *os.File, ok bool, err error) {
-	f, err := os.OpenFile(b.lockPath, os.O_CREATE|os.O_RDWR|syscall.O_CLOEXEC, 0o600)
+	// never through a link: the lock is created in the cache's locks/, which
+	// Open checked is no link and only its owner (or root) can write
+	f, err := os.OpenFile(b.lockPath, os.O_CREATE|os.O_RDWR|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, false, &Error{Err: fmt.Errorf("fetch lock of %s: %w", b.ref, err)}
 	}
@@ -106,7 +108,7 @@ func (b *BackgroundFetch) Claim() (lock *os.File, ok bool, err error) {
 
 // Running reports whether a fetch of the image holds its lock now.
 func (b *BackgroundFetch) Running() bool {
-	f, err := os.Open(b.lockPath)
+	f, err := os.OpenFile(b.lockPath, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return false
 	}

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"regexp"
 
 	"fmt"
 	"github.com/gofrs/flock"
@@ -295,6 +296,11 @@ func (c *Cache) removeImage(ctx context.Context, h v1.Hash) error {
 	return os.RemoveAll(trash)
 }
 
+// tempName matches the names the cache gives what it writes in tmp/
+// (tempPath's kind-pid-token, Open's probe-N, a download's partial-<hex>):
+// the only entries staleTmp may list.
+var tempName = regexp.MustCompile(`^((file|trash|debris|unpack|import|blob-[0-9a-f]{12})-[0-9]+-[0-9a-f]+|probe-[0-9]+|partial-[0-9a-f]{64})$`)
+
 // staleTmp lists tmp/ entries whose writer is gone. Under the exclusive gc
 // lock no pull runs anywhere (pulls hold it shared, in any pid namespace),
 // so everything not written by this process is debris. Otherwise an entry
@@ -303,6 +309,9 @@ func (c *Cache) staleTmp(exclusive bool) []string {
 	var out []string
 	ents, _ := os.ReadDir(c.path(tmpDir))
 	for _, e := range ents {
+		if !tempName.MatchString(e.Name()) {
+			continue // not written by a cache (tempPath, Open's probe): never removed
+		}
 		parts := strings.Split(e.Name(), "-")
 		pid := -1
 		if len(parts) >= 3 {

@@ -6,6 +6,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kptr-dev/kptr/internal/privdir"
 )
 
 // Who may own a cache. Whoever can write a cache directory decides what
@@ -13,9 +15,16 @@ import (
 // verified content), so a cache is used only when nobody but the current
 // user and root can write it:
 //
-//   - the directory (symlinks followed) and the layout directories in it
-//     (blobs, rootfs, locks, tmp) are owned by the current user or by root;
-//   - none of them is writable by group or others.
+//   - the directory and the layout directories in it (blobs, rootfs,
+//     locks, tmp) are owned by the current user or by root;
+//   - none of them is writable by group or others;
+//   - the layout directories are never symbolic links (kptr never makes
+//     one there; a link would take the cache's locks, temporaries and
+//     cleanups somewhere else), checked on the opened directory;
+//   - the cache directory itself may be a link (an operator's
+//     KPTR_CACHE_DIR pointing at a volume) only when the link belongs to
+//     the current user or root: a link another user planted at a
+//     predictable name is refused, never followed.
 //
 // A cache owned by root and read by another user (an image's pre-warmed
 // cache, read by uid 999 on a read-only volume) passes: only root, whom
@@ -30,11 +39,28 @@ var cacheSubdirs = []string{"blobs", blobsDir, rootfsDir, locksDir, tmpDir}
 // checkOwners applies the rule above to c.dir and the layout directories
 // that exist in it.
 func (c *Cache) checkOwners() error {
-	if err := checkOwner(c.dir); err != nil {
+	euid := os.Geteuid()
+	var lst unix.Stat_t
+	if err := unix.Lstat(c.dir, &lst); err == nil && lst.Mode&unix.S_IFMT == unix.S_IFLNK && int(lst.Uid) != euid && lst.Uid != 0 {
+		return fmt.Errorf("cache directory %s is a symbolic link owned by uid %d, not by the current user (uid %d) or root: refusing to follow it; use a cache directory of your own (--cache-dir, KPTR_CACHE_DIR)", c.dir, lst.Uid, euid)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(c.dir, &st); err != nil {
+		return &os.PathError{Op: "cache directory", Path: c.dir, Err: err}
+	}
+	if err := checkOwner(c.dir, st); err != nil {
 		return err
 	}
 	for _, d := range cacheSubdirs {
-		if err := checkOwner(c.path(d)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		p := c.path(d)
+		st, err := privdir.StatNoFollow(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("cache directory %w", err)
+		}
+		if err := checkOwner(p, st); err != nil {
 			return err
 		}
 	}
@@ -42,11 +68,7 @@ func (c *Cache) checkOwners() error {
 }
 
 // checkOwner checks one directory of a cache.
-func checkOwner(p string) error {
-	var st unix.Stat_t
-	if err := unix.Stat(p, &st); err != nil {
-		return &os.PathError{Op: "cache directory", Path: p, Err: err}
-	}
+func checkOwner(p string, st unix.Stat_t) error {
 	euid := os.Geteuid()
 	switch {
 	case st.Mode&unix.S_IFMT != unix.S_IFDIR:

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
+
+	"github.com/kptr-dev/kptr/internal/privdir"
 )
 
 // StateDir is the private per-user directory that holds the key kptr
@@ -22,13 +24,25 @@ import (
 //	$TMPDIR/kptr-state-<uid>         (default TMPDIR /tmp)
 //
 // that exists or can be created. Only the last can be created by another
-// user first (in a shared /tmp); ensureStateDir refuses any of them that the
-// current user does not own, that is not a directory, or that others can
-// write, so such a directory can deny kptr in-place writes but never make it
-// trust a journal. In an Argo CD sidecar (uid 999, HOME read-only or "/",
-// only /tmp and the cache writable) the key lands in the pod's own /tmp;
-// generate renders in memory and never needs it.
+// user first (in a shared /tmp): each is opened through privdir.Open, which
+// refuses a link at its name (never followed), a directory the current user
+// does not own and one others can write, and the key is read and written
+// beneath the opened handle; such a directory can deny kptr in-place
+// writes but never make it trust a journal or write elsewhere. In an Argo
+// CD sidecar (uid 999, HOME read-only or "/", only /tmp and the cache
+// writable) the key lands in the pod's own /tmp; generate renders in memory
+// and never needs it.
 func StateDir() (string, error) {
+	root, dir, err := openStateDir()
+	if err != nil {
+		return "", err
+	}
+	root.Close()
+	return dir, nil
+}
+
+// openStateDir opens the state directory StateDir names.
+func openStateDir() (*os.Root, string, error) {
 	var cands []string
 	if d := os.Getenv("KPTR_STATE_DIR"); d != "" {
 		cands = append(cands, d)
@@ -45,55 +59,39 @@ func StateDir() (string, error) {
 	cands = append(cands, filepath.Join(os.TempDir(), "kptr-state-"+strconv.Itoa(os.Geteuid())))
 	var errs []error
 	for _, d := range cands {
-		err := ensureStateDir(d)
+		// created 0700 (parents too); an existing one others may read is
+		// accepted, one they may write is not
+		root, err := privdir.Open(d, privdir.Options{Perm: 0o700, MaxPerm: 0o755, ParentPerm: 0o700})
 		if err == nil {
-			return d, nil
+			return root, d, nil
 		}
-		var own *stateDirError
-		if errors.As(err, &own) {
-			return "", err // present but not trustworthy: never fall back past it
+		if privdir.IsUntrusted(err) {
+			// present but not trustworthy: never fall back past it
+			return nil, "", fmt.Errorf("state directory: %w (set KPTR_STATE_DIR to a directory only uid %d can write)", err, os.Geteuid())
 		}
 		errs = append(errs, err)
 	}
-	return "", fmt.Errorf("no private state directory for kptr's write journal key (set KPTR_STATE_DIR): %w", errors.Join(errs...))
+	return nil, "", fmt.Errorf("no private state directory for kptr's write journal key (set KPTR_STATE_DIR): %w", errors.Join(errs...))
 }
 
-// stateDirError is a state directory that exists but may not be trusted.
-type stateDirError struct{ dir, why string }
+// stateFileError is a file in the state directory that may not be trusted.
+type stateFileError struct{ path, why string }
 
-func (e *stateDirError) Error() string {
-	return fmt.Sprintf("state directory %s %s: refusing it (set KPTR_STATE_DIR to a directory only uid %d can write)", e.dir, e.why, os.Geteuid())
+func (e *stateFileError) Error() string {
+	return fmt.Sprintf("state file %s %s: refusing it (set KPTR_STATE_DIR to a directory only uid %d can write)", e.path, e.why, os.Geteuid())
 }
 
-// ensureStateDir creates dir (0700, parents 0700) or checks the one there:
-// a real directory, owned by the effective uid, writable by nobody else.
-func ensureStateDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	return checkPrivate(dir, true)
-}
-
-// checkPrivate refuses path unless it is (not through a symlink) a
-// directory, or a regular file, owned by the effective uid that neither
-// group nor others may write (a file: may not even read).
-func checkPrivate(path string, dir bool) error {
-	st, err := os.Lstat(path)
-	if err != nil {
-		return err
-	}
-	return checkPrivateInfo(path, st, dir)
-}
-
-func checkPrivateInfo(path string, st fs.FileInfo, dir bool) error {
+// checkPrivateFile refuses a key file that is not a regular file of the
+// effective uid that only it may read.
+func checkPrivateFile(path string, st fs.FileInfo) error {
 	sys, ok := st.Sys().(*syscall.Stat_t)
 	switch {
-	case dir && !st.IsDir(), !dir && !st.Mode().IsRegular():
-		return &stateDirError{path, "is not a plain " + map[bool]string{true: "directory", false: "file"}[dir]}
+	case !st.Mode().IsRegular():
+		return &stateFileError{path, "is not a plain file"}
 	case !ok || int(sys.Uid) != os.Geteuid():
-		return &stateDirError{path, "is owned by another user"}
-	case dir && st.Mode().Perm()&0o022 != 0, !dir && st.Mode().Perm()&0o077 != 0:
-		return &stateDirError{path, "is accessible to other users"}
+		return &stateFileError{path, "is owned by another user"}
+	case st.Mode().Perm()&0o077 != 0:
+		return &stateFileError{path, "is accessible to other users"}
 	}
 	return nil
 }
@@ -103,13 +101,14 @@ const journalKeyName = "journal.key"
 // journalKey returns the current user's journal key, creating it (32
 // random bytes, 0600) on first use; concurrent first uses agree on one key.
 func journalKey() ([]byte, error) {
-	dir, err := StateDir()
+	root, dir, err := openStateDir()
 	if err != nil {
 		return nil, err
 	}
+	defer root.Close()
 	path := filepath.Join(dir, journalKeyName)
 	for range 2 {
-		key, err := readKey(path)
+		key, err := readKey(root, path)
 		if !errors.Is(err, fs.ErrNotExist) {
 			return key, err
 		}
@@ -117,7 +116,8 @@ func journalKey() ([]byte, error) {
 		if _, err := rand.Read(key); err != nil {
 			return nil, err
 		}
-		tmp, err := os.CreateTemp(dir, journalKeyName+".*")
+		tmpName := journalKeyName + "." + rand.Text()
+		tmp, err := root.OpenFile(tmpName, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if err != nil {
 			return nil, err
 		}
@@ -131,9 +131,9 @@ func journalKey() ([]byte, error) {
 		if werr == nil {
 			// link, not rename: the first key written wins, a racing
 			// process reads it instead of replacing it
-			werr = os.Link(tmp.Name(), path)
+			werr = root.Link(tmpName, journalKeyName)
 		}
-		os.Remove(tmp.Name())
+		root.Remove(tmpName)
 		if werr == nil {
 			return key, nil
 		}
@@ -141,14 +141,14 @@ func journalKey() ([]byte, error) {
 			return nil, werr
 		}
 	}
-	return readKey(path)
+	return readKey(root, path)
 }
 
-func readKey(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+func readKey(root *os.Root, path string) ([]byte, error) {
+	f, err := root.OpenFile(journalKeyName, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
-			return nil, &stateDirError{path, "is a symbolic link"}
+			return nil, &stateFileError{path, "is a symbolic link"}
 		}
 		return nil, err
 	}
@@ -157,7 +157,7 @@ func readKey(path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkPrivateInfo(path, st, false); err != nil {
+	if err := checkPrivateFile(path, st); err != nil {
 		return nil, err
 	}
 	key, err := io.ReadAll(io.LimitReader(f, 64))
@@ -165,7 +165,7 @@ func readKey(path string) ([]byte, error) {
 		return nil, err
 	}
 	if len(key) != 32 {
-		return nil, &stateDirError{path, "does not hold a 32-byte key"}
+		return nil, &stateFileError{path, "does not hold a 32-byte key"}
 	}
 	return key, nil
 }

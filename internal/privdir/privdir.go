@@ -48,6 +48,8 @@ type Options struct {
 	NoCreate bool
 	// ParentPerm, when set, creates missing parents with this mode.
 	ParentPerm fs.FileMode
+
+	skipChecks bool // StatNoFollow: the caller checks
 }
 
 // UntrustedError is a directory that exists under the name but may not be
@@ -132,6 +134,9 @@ func open(path string, o Options) (int, error) {
 	case err != nil:
 		return -1, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
+	if o.skipChecks {
+		return fd, nil
+	}
 	if err := check(fd, path, perm, o); err != nil {
 		unix.Close(fd)
 		return -1, err
@@ -169,4 +174,21 @@ func check(fd int, path string, perm fs.FileMode, o Options) error {
 func IsUntrusted(err error) bool {
 	var u *UntrustedError
 	return errors.As(err, &u)
+}
+
+// StatNoFollow opens the existing directory at path without following a
+// link at its last component and returns what fstat says of it, for
+// callers with their own owner rules (the image cache accepts root's). A
+// link or a non-directory is an UntrustedError.
+func StatNoFollow(path string) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	fd, err := open(path, Options{NoCreate: true, skipChecks: true})
+	if err != nil {
+		return st, err
+	}
+	defer unix.Close(fd)
+	if err := unix.Fstat(fd, &st); err != nil {
+		return st, &fs.PathError{Op: "fstat", Path: path, Err: err}
+	}
+	return st, nil
 }
