@@ -27,11 +27,13 @@ func (e *Error) Error() string { return e.summary }
 func (e *Error) Unwrap() error { return e.err }
 
 // ExitCode is kptr's class of the error: 2 when the package or a path the
-// user named is at fault (an InputError underneath), else 1. Invoked as
+// user named is at fault (an InputError or a package over its budget,
+// PackageLimitError, underneath), else 1. Invoked as
 // kpt, the CLI exits 1 for every error, as kpt does.
 func (e *Error) ExitCode() int {
 	var ie *InputError
-	if errors.As(e.err, &ie) {
+	var over *PackageLimitError
+	if errors.As(e.err, &ie) || errors.As(e.err, &over) {
 		return 2
 	}
 	return 1

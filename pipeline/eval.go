@@ -92,6 +92,7 @@ func Eval(ctx context.Context, dir string, fn EvalFunction, opts Options, stdin 
 			return fail(err)
 		}
 		defer closePackage(fs, w)
+		fs.setPackageLimits(opts.PkgLimits)
 		writer, root = w, abs
 		nodes, err := readTree(fs)
 		if err != nil {

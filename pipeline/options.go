@@ -61,6 +61,10 @@ type Options struct {
 	// items, results, YAML nodes (aliases expanded), nesting depth. Zero
 	// fields mean the defaults (DefaultMaxItems...).
 	Limits OutputLimits
+	// PkgLimits bound what is read from the package tree's files: bytes
+	// and YAML nodes, measured before decoding. Zero fields mean the
+	// defaults (DefaultMaxPackageBytes...).
+	PkgLimits PackageLimits
 	// Stderr receives kpt's transcript ([RUNNING], [PASS], results); nil discards it.
 	Stderr io.Writer
 	// KptTranscript leaves out of the transcript what kpt never prints (the

@@ -110,6 +110,12 @@ func (p *pkgNode) subpackages(root *pkgNode) ([]*pkgNode, error) {
 // honouring .krmignore, files in lexical byte order (so the Kptfile first).
 func (p *pkgNode) localResources() ([]*yaml.RNode, error) {
 	nodes, err := readPackage(p.fs, p.name())
+	var over *PackageLimitError
+	if errors.As(err, &over) {
+		cp := *over // named relative to the package, as below; the type (exit 2) kept
+		cp.File = strings.TrimPrefix(cp.File, p.dir+string(filepath.Separator))
+		return nil, wrap("pkg.readResources", p.status(), &cp)
+	}
 	if err != nil {
 		// name the file relative to the package, not by its absolute path
 		msg := strings.ReplaceAll(err.Error(), p.dir+string(filepath.Separator), "")

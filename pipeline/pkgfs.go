@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -30,6 +31,36 @@ import (
 type pkgFS struct {
 	dir  string // absolute, cleaned
 	root *os.Root
+
+	budgetOnce sync.Once
+	budget     *packageBudget // what the package reader may still read (pkgbudget.go)
+}
+
+// setPackageLimits sets the budget of the package tree read through p; call
+// it before the first read (else the defaults apply).
+func (p *pkgFS) setPackageLimits(l PackageLimits) {
+	p.budgetOnce.Do(func() { p.budget = newPackageBudget(l) })
+}
+
+// packageBudget is the budget set by setPackageLimits, else the default.
+func (p *pkgFS) packageBudget() *packageBudget {
+	p.setPackageLimits(PackageLimits{})
+	return p.budget
+}
+
+// readWithin reads a package file through the root within budget b,
+// measured on the open file before a byte is read.
+func (p *pkgFS) readWithin(b *packageBudget, name string) ([]byte, error) {
+	f, err := p.open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	return b.read(p.abs(name), f, st.Size())
 }
 
 func openPkgFS(dir string) (*pkgFS, error) {
@@ -267,7 +298,17 @@ func (k kyamlFS) ReadFile(abs string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return k.p.ReadFile(n)
+	// only package files are read through kyamlFS (readTree's reader):
+	// within the package budget, counted before kyaml decodes them
+	b := k.p.packageBudget()
+	data, err := k.p.readWithin(b, n)
+	if err == nil {
+		err = b.countBeforeDecode(abs, data)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return data, nil
 }
 
 // Walk is filepath.Walk over the root: lexical order, entries described by

@@ -66,15 +66,23 @@ func readPackage(fsys *pkgFS, name string) ([]*yaml.RNode, error) {
 		err    error
 	}
 	read := make([]fileDocs, len(files))
+	budget := fsys.packageBudget()
 	parallel(len(files), func(i int) {
 		f := &read[i]
-		data, err := fsys.ReadFile(path.Join(name, filepath.ToSlash(files[i])))
+		// measured before it is decoded (pkgbudget.go)
+		data, err := fsys.readWithin(budget, path.Join(name, filepath.ToSlash(files[i])))
+		if err == nil {
+			err = budget.countBeforeDecode(filepath.Join(dir, files[i]), data)
+		}
 		if err != nil {
 			f.err = err
 			return
 		}
 		f.data = data
 		f.docs, f.styles, f.slow, f.err = decodeFile(string(data))
+		if f.err == nil && !f.slow {
+			f.err = budget.checkDecoded(filepath.Join(dir, files[i]), ynodes(f.docs))
+		}
 	})
 	setAnn := map[string]string{pkgPathAnnotation: dir}
 	var out []*yaml.RNode
@@ -84,6 +92,10 @@ func readPackage(fsys *pkgFS, name string) ([]*yaml.RNode, error) {
 		setAnn[kioutil.LegacyPathAnnotation] = rel //nolint:staticcheck
 		if f.err != nil {
 			var esc *escapeError
+			var over *PackageLimitError
+			if errors.As(f.err, &over) {
+				return nil, over
+			}
 			if errors.As(f.err, &esc) {
 				return nil, errors.New(filepath.Join(dir, rel) + ": symbolic link to a location outside the package (kptr never follows a link out of a package)")
 			}
@@ -95,6 +107,9 @@ func readPackage(fsys *pkgFS, name string) ([]*yaml.RNode, error) {
 			nodes, err := r.Read()
 			if err != nil {
 				return nil, errors.New(filepath.Join(dir, rel) + ": " + fileerr.Message(err.Error()))
+			}
+			if err := budget.checkDecoded(filepath.Join(dir, rel), ynodes(nodes)); err != nil {
+				return nil, err
 			}
 			out = append(out, nodes...)
 			continue
@@ -161,4 +176,12 @@ func decodeFile(s string) (docs []*yaml.RNode, styles []string, slow bool, err e
 		styles = append(styles, yaml.DeriveSeqIndentStyle(v))
 	}
 	return docs, styles, false, nil
+}
+
+func ynodes(rns []*yaml.RNode) []*yaml.Node {
+	out := make([]*yaml.Node, len(rns))
+	for i, rn := range rns {
+		out[i] = rn.YNode()
+	}
+	return out
 }

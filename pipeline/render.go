@@ -80,6 +80,7 @@ func Render(ctx context.Context, dir string, opts Options) (*Output, error) {
 	if err != nil {
 		return nil, newError(err, ".", "")
 	}
+	fs.setPackageLimits(opts.PkgLimits)
 	defer closePackage(fs, writer)
 	r.fs, r.writer = fs, writer
 	// a whole replay is looked up with the package open (locked, in

@@ -28,7 +28,13 @@ func readTree(fsys *pkgFS) ([]*yaml.RNode, error) {
 		WrapBareSeqNode:    true,
 	}.Read()
 	if err != nil {
+		if over := fsys.packageBudget().failed(); over != nil {
+			return nil, over
+		}
 		return nil, inputErr(fileerr.YAML(err))
+	}
+	if err := fsys.packageBudget().checkDecoded(fsys.dir, ynodes(nodes)); err != nil {
+		return nil, err
 	}
 	return nodes, nil
 }

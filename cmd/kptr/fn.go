@@ -270,6 +270,7 @@ func (g *globals) baseOptions(ctx context.Context) (pipeline.Options, *lazyEnv) 
 		ExecRunner:  runtime.Host{Timeout: g.fnTimeout, MaxOutput: maxOut},
 		MaxOutput:   maxOut,
 		Limits:      g.outputLimits(),
+		PkgLimits:   g.packageLimits(),
 		ImagePrefix: g.prefix(),
 		Timeout:     g.fnTimeout,
 		Stderr:      g.stderr,

@@ -322,6 +322,7 @@ func renderForGenerate(ctx context.Context, g *globals, p *policy, dir string) (
 		Timeout:      g.fnTimeout,
 		MaxOutput:    maxOut,
 		Limits:       g.outputLimits(),
+		PkgLimits:    g.packageLimits(),
 		Stderr:       transcript,
 		Output:       pipeline.OutputMemory,
 		ResultsDir:   resultsDir,

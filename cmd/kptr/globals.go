@@ -300,7 +300,7 @@ func (g *globals) checkSettings(fs *pflag.FlagSet) error {
 			return usageError("KPTR_FN_MAX_OUTPUT: want a number of bytes, got %q", v)
 		}
 	}
-	for _, name := range outputLimitVars {
+	for _, name := range append(outputLimitVars, packageLimitVars...) {
 		if v := strings.TrimSpace(g.getenv(name)); on("fn-timeout") && v != "" {
 			if n, err := strconv.Atoi(v); err != nil || n < 0 {
 				return usageError("%s: want a whole number (0 for the default), got %q", name, v)
@@ -326,6 +326,19 @@ func (g *globals) checkSettings(fs *pflag.FlagSet) error {
 // outputLimitVars set pipeline.OutputLimits: what kptr reads from one
 // function's stdout beyond its size in bytes (0 or unset: the default).
 var outputLimitVars = []string{"KPTR_FN_MAX_ITEMS", "KPTR_FN_MAX_RESULTS", "KPTR_FN_MAX_NODES"}
+
+// packageLimitVars set pipeline.PackageLimits: what kptr reads from the
+// files of the package tree it renders (0 or unset: the default).
+var packageLimitVars = []string{"KPTR_PKG_MAX_BYTES", "KPTR_PKG_MAX_NODES"}
+
+// packageLimits reads packageLimitVars (checkSettings has validated them).
+func (g *globals) packageLimits() pipeline.PackageLimits {
+	n := func(name string) int {
+		v, _ := strconv.Atoi(strings.TrimSpace(g.getenv(name)))
+		return v
+	}
+	return pipeline.PackageLimits{MaxBytes: int64(n("KPTR_PKG_MAX_BYTES")), MaxNodes: n("KPTR_PKG_MAX_NODES")}
+}
 
 // outputLimits reads outputLimitVars (checkSettings has validated them).
 func (g *globals) outputLimits() pipeline.OutputLimits {

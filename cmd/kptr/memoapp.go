@@ -114,6 +114,7 @@ func (g *globals) wholeKey(ctx context.Context, kind string, fsys fs.FS, images 
 	k.Str("fn-timeout", g.fnTimeout.String())
 	k.Str("fn-max-output", g.getenv("KPTR_FN_MAX_OUTPUT"))
 	k.Str("output-limits", fmt.Sprintf("%+v", g.outputLimits()))
+	k.Str("package-limits", fmt.Sprintf("%+v", g.packageLimits()))
 	k.Str("variant", g.memoVariant())
 	if g.sigPolicy != nil {
 		// each image above was also allowed by this very policy
