@@ -199,10 +199,12 @@ func (s *Store) touch(name string) {
 // A record larger than MaxEntryBytes is not stored (no error). Put prunes
 // the store at most once a minute.
 func (s *Store) Put(k Key, rec Record) error {
-	b := encode(k, rec)
-	if int64(len(b)) > s.o.MaxEntryBytes {
+	// measured before encoding: a result too large to record is not
+	// copied (an output is held once)
+	if encodedSize(k, rec) > s.o.MaxEntryBytes {
 		return nil
 	}
+	b := encode(k, rec)
 	tmp, name, err := s.createTemp()
 	if err != nil {
 		return fmt.Errorf("memo %s: %w", s.dir, err)
@@ -255,6 +257,11 @@ func encode(k Key, rec Record) []byte {
 	out = append(out, magic...)
 	out = append(out, sum[:]...)
 	return append(out, body...)
+}
+
+// encodedSize is len(encode(k, rec)), or more.
+func encodedSize(k Key, rec Record) int64 {
+	return int64(len(magic)+sha256.Size+len(k)+5*binary.MaxVarintLen64) + int64(len(rec.Stdout)) + int64(len(rec.Stderr))
 }
 
 var errCorrupt = errors.New("corrupt record")

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -178,30 +176,6 @@ func (s *Stdio) Close() {
 			f.Close()
 		}
 	}
+	s.Out.free()
+	s.Err.free()
 }
-
-var errCapped = errors.New("capped")
-
-// capBuffer keeps at most max bytes and then fails.
-type capBuffer struct {
-	buf []byte
-	Max int64
-}
-
-func (b *capBuffer) Write(p []byte) (int, error) {
-	if room := b.Max - int64(len(b.buf)); int64(len(p)) > room {
-		b.buf = append(b.buf, p[:max(room, 0)]...)
-		return int(max(room, 0)), errCapped
-	}
-	if len(b.buf)+len(p) > cap(b.buf) {
-		// double (append grows large slices by a quarter: a function's
-		// multi-megabyte output was copied a dozen times into fresh memory),
-		// asking for no room past max
-		room := int(min(b.Max-int64(len(b.buf)), math.MaxInt))
-		b.buf = slices.Grow(b.buf, min(max(len(b.buf), len(p), 64<<10), room))
-	}
-	b.buf = append(b.buf, p...)
-	return len(p), nil
-}
-
-func (b *capBuffer) Bytes() []byte { return b.buf }
