@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kptr-dev/kptr/internal/privdir"
 )
 
 // The run-state directory holds, for every run, entries named after the
@@ -137,6 +139,11 @@ func entryOwner(name string) (owner string, pid int, ok bool) {
 // (written by a kptr before locks, or a probe's) go by the old rule: the
 // pid does not exist here and they have been untouched for an hour.
 func PruneStale(dir string) {
+	// only in the checked directory (never through a link planted at its
+	// name), and only entries named as a run's (entryOwner)
+	if privdir.Check(dir, privdir.Options{Perm: 0o711}) != nil {
+		return
+	}
 	des, err := os.ReadDir(dir)
 	if err != nil {
 		return
@@ -278,34 +285,15 @@ func StateDirReachable(dir string, mapped bool) error {
 // EnsurePrivateDir creates dir (mode 0711: the sandbox's mapped uid must
 // traverse it, nobody may list it) and refuses a directory someone else owns
 // or a symlink, as a shared /tmp would allow. dir is opened without
-// following a link and checked and changed through that descriptor, so
-// nothing can be swapped in between.
+// following a link and checked and changed through that descriptor
+// (privdir.Open, the one helper for kptr's directories under predictable
+// names), so nothing can be swapped in between.
 func EnsurePrivateDir(dir string) error {
-	parent, name := filepath.Split(filepath.Clean(dir))
-	if err := os.MkdirAll(parent, 0o755); err != nil {
+	root, err := privdir.Open(dir, privdir.Options{Perm: 0o711, SetPerm: true, ParentPerm: 0o755})
+	if err != nil {
 		return err
 	}
-	pfd, err := unix.Open(parent, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return &os.PathError{Op: "open", Path: parent, Err: err}
-	}
-	defer unix.Close(pfd)
-	if err := unix.Mkdirat(pfd, name, 0o711); err != nil && err != unix.EEXIST {
-		return &os.PathError{Op: "mkdir", Path: dir, Err: err}
-	}
-	fd, err := unix.Openat(pfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("%s is not a directory owned by uid %d: %w", dir, os.Geteuid(), err)
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return err
-	}
-	if int(st.Uid) != os.Geteuid() {
-		return fmt.Errorf("%s is not a directory owned by uid %d", dir, os.Geteuid())
-	}
-	return unix.Fchmod(fd, 0o711)
+	return root.Close()
 }
 
 // DefaultStateDir is where run state lives unless WithStateDir says
