@@ -23,6 +23,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -361,6 +362,11 @@ type call struct {
 	// killWhen, if set, is polled while kptr runs: once true, kptr (its
 	// process alone, as Argo CD does at its deadline) is SIGKILLed.
 	killWhen func() bool
+	// discard drops stdout instead of keeping it: a large output kept here
+	// grows the test process, and a child started by vfork inherits the
+	// parent's peak RSS as its own at exec (so every later rssBelow would
+	// measure the test, not kptr)
+	discard bool
 }
 
 // result is what one kptr run did.
@@ -411,6 +417,9 @@ func (h *harness) kptr(t *testing.T, c call) *result {
 	cmd.Stdin = strings.NewReader(c.stdin)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
+	if c.discard {
+		cmd.Stdout = io.Discard
+	}
 	start := time.Now()
 	err := cmd.Start()
 	if err == nil && c.killWhen != nil {

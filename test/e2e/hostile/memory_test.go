@@ -63,9 +63,9 @@ func TestPackageMemoryBudget(t *testing.T) {
 				file = "lol.yaml"
 			}
 			h.own(t, c.pkg)
-			h.kptr(t, call{args: []string{"fn", "render", c.pkg, "-o", "stdout"}}).
+			h.kptr(t, call{args: []string{"fn", "render", c.pkg, "-o", "stdout"}, discard: true}).
 				exits(t, 2).says(t, file, "the package's files hold more than", c.setting).rssBelow(t, 256<<20)
-			r := h.kptr(t, call{args: []string{"generate"}, dir: c.pkg}).
+			r := h.kptr(t, call{args: []string{"generate"}, dir: c.pkg, discard: true}).
 				exits(t, 2).says(t, file, c.setting).rssBelow(t, 256<<20)
 			if strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
 				t.Errorf("generate: want one line, got\n%s", r.stderr)
@@ -75,8 +75,8 @@ func TestPackageMemoryBudget(t *testing.T) {
 		full := h.pkg(t, "full", map[string]string{"Kptfile": plainKptfile})
 		bigFile(t, filepath.Join(full, "cm.yaml"), 749_900, 31)
 		h.own(t, full)
-		h.kptr(t, call{args: []string{"fn", "render", full, "-o", "stdout"}, timeout: 5 * time.Minute}).exits(t, 0).rssBelow(t, 1<<30)
-		h.kptr(t, call{args: []string{"generate"}, dir: full, timeout: 5 * time.Minute}).exits(t, 0).rssBelow(t, 1<<30)
+		h.kptr(t, call{args: []string{"fn", "render", full, "-o", "stdout"}, timeout: 5 * time.Minute, discard: true}).exits(t, 0).rssBelow(t, 1<<30)
+		h.kptr(t, call{args: []string{"generate"}, dir: full, timeout: 5 * time.Minute, discard: true}).exits(t, 0).rssBelow(t, 1<<30)
 		h.sentinelsUnchanged(t)
 	})
 }
@@ -109,7 +109,7 @@ func TestOutputHeldOnce(t *testing.T) {
 			"Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators:\n    - exec: hostile flood 314572800\n",
 			"a.yaml":  configMap("a"),
 		})
-		h.kptr(t, call{args: []string{"fn", "render", pkg, "--allow-exec", "-o", "stdout"}}).
+		h.kptr(t, call{args: []string{"fn", "render", pkg, "--allow-exec", "-o", "stdout"}, discard: true}).
 			exits(t, 1).says(t, "output limit exceeded", "268435456 bytes on stdout").rssBelow(t, 320<<20)
 		h.sentinelsUnchanged(t)
 	})
