@@ -33,7 +33,10 @@ func bigFile(t *testing.T, path string, keys, valueLen int) {
 		}
 		w.WriteString("\n")
 	}
-	v := strings.Repeat("v", valueLen)
+	v := ""
+	if keys > 0 {
+		v = strings.Repeat("v", valueLen)
+	}
 	for i := range keys {
 		fmt.Fprintf(w, "  k%d: %s\n", i, v)
 	}
