@@ -148,7 +148,7 @@ func Eval(ctx context.Context, dir string, fn EvalFunction, opts Options, stdin 
 	// kyaml's kio.Pipeline, which kpt's eval runs the function in, keeps the
 	// legacy path/index annotations and their internal twins in step: a
 	// function that edits either one moves the resource
-	migration, err := kio.PreprocessResourcesForInternalAnnotationMigration(input)
+	migration, err := preprocessAnnotations(input)
 	if err != nil {
 		return fail(err)
 	}
@@ -174,7 +174,7 @@ func Eval(ctx context.Context, dir string, fn EvalFunction, opts Options, stdin 
 			return fail(err)
 		}
 	}
-	if err := kio.ReconcileInternalAnnotations(output, migration); err != nil {
+	if err := reconcileAnnotations(output, migration); err != nil {
 		return fail(err)
 	}
 	output = append(output, excluded...)

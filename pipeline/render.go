@@ -12,7 +12,6 @@ import (
 	"time"
 
 	kptv1 "github.com/kptr-dev/kptr/pipeline/kptfile/v1"
-	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
@@ -572,7 +571,7 @@ func (r *renderer) runMutators(pn *pkgNode, input []*yaml.RNode) ([]*yaml.RNode,
 		// which keeps the legacy path/index annotations and their internal
 		// twins in step around the call: a function that edits only
 		// config.kubernetes.io/path or index moves or reorders the resource
-		migration, err := kio.PreprocessResourcesForInternalAnnotationMigration(selected)
+		migration, err := preprocessAnnotations(selected)
 		if err != nil {
 			clearOnMutatorFailure(input)
 			r.recordStep(&r.mutationSteps, st, before, err)
@@ -581,7 +580,7 @@ func (r *renderer) runMutators(pn *pkgNode, input []*yaml.RNode) ([]*yaml.RNode,
 		output, _, err := r.runFunction(st, pn, selected, fnConfig, selective, true)
 		if err == nil && len(output) > 0 {
 			// kio.Pipeline stops before reconciling an empty result
-			err = kio.ReconcileInternalAnnotations(output, migration)
+			err = reconcileAnnotations(output, migration)
 		}
 		// The input's own nodes keep the migration id kyaml set on them;
 		// kpt leaves it there, and a resource the function dropped that
