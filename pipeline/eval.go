@@ -149,7 +149,7 @@ func Eval(ctx context.Context, dir string, fn EvalFunction, opts Options, stdin 
 	// kyaml's kio.Pipeline, which kpt's eval runs the function in, keeps the
 	// legacy path/index annotations and their internal twins in step: a
 	// function that edits either one moves the resource
-	migration, err := kio.PreprocessResourcesForInternalAnnotationMigration(input)
+	migration, err := preprocessMigration(input)
 	if err != nil {
 		return fail(err)
 	}
@@ -175,7 +175,7 @@ func Eval(ctx context.Context, dir string, fn EvalFunction, opts Options, stdin 
 			return fail(err)
 		}
 	}
-	if err := kio.ReconcileInternalAnnotations(output, migration); err != nil {
+	if err := reconcileMigration(output, migration); err != nil {
 		return fail(err)
 	}
 	output = append(output, excluded...)

@@ -311,3 +311,71 @@ func TestParseResultsMatchesKpt(t *testing.T) {
 		}
 	}
 }
+
+// decodeHeader, where it decides, decides as kio.ByteReader does and gives
+// the results node yaml.v3 gives (positions included); it must decide for
+// the catalog's result shapes, or the fast path is dead.
+func TestDecodeHeaderMatchesByteReader(t *testing.T) {
+	var lineDump func(b *strings.Builder, n *yaml.Node, depth int)
+	lineDump = func(b *strings.Builder, n *yaml.Node, depth int) {
+		fmt.Fprintf(b, "%s%d %q %d %q %d:%d %q/%q/%q\n", strings.Repeat(" ", depth), n.Kind, n.Tag, n.Style, n.Value, n.Line, n.Column,
+			n.HeadComment, n.LineComment, n.FootComment)
+		for _, c := range n.Content {
+			lineDump(b, c, depth+1)
+		}
+	}
+	catalog := "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nresults:\n" +
+		"- message: Resource(apiVersion=apps/v1, kind=Deployment, namespace=, name=app-0001) does not have upstream origin.\n  severity: warning\n" +
+		"- message: set field value to \"gcr.io/example-team/app-0001:v1.2.3\"\n  severity: info\n  resourceRef:\n    apiVersion: apps/v1\n    kind: Deployment\n    name: app-0001\n    namespace: bench\n" +
+		"  field:\n    path: spec.template.spec.containers[0].image\n    currentValue: registry.example.com/team/app-0001:v1.0.0\n    proposedValue: gcr.io/example-team/app-0001:v1.2.3\n  file:\n    path: app-000.yaml\n    index: 3\n" +
+		"- message: namespace [default] updated to \"bench\", 5 value(s) changed\n  severity: info\n"
+	headers := map[string]string{
+		"catalog":         catalog,
+		"wide":            "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nresults:\n  - message: a\n    severity: error\n  - message: 'quoted: yes'\n",
+		"fnconfig-first":  "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nfunctionConfig:\n  apiVersion: v1\n  kind: ConfigMap\n  data:\n    a: b\nresults:\n- message: x\n",
+		"list":            "apiVersion: v1\nkind: List\nresults:\n- message: x\n",
+		"other-kind":      "apiVersion: v1\nkind: ConfigMap\nresults:\n- message: x\n",
+		"null-kind":       "apiVersion: v1\nkind: ~\nresults:\n- message: x\n",
+		"no-kind":         "apiVersion: v1\nresults:\n- message: x\n",
+		"null-results":    "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nresults:\n",
+		"empty-results":   "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nresults: []\n",
+		"no-results":      "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\n",
+		"dup-results":     "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nresults:\n- message: first\nresults:\n- message: second\n",
+		"dup-kind":        "kind: ConfigMap\nkind: ResourceList\n",
+		"legacy-wrapper":  "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nresults:\n  name: x\n  items:\n  - message: m\n",
+		"folded":          "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nresults:\n- message: >\n    folded\n",
+		"scalar-kind-map": "apiVersion: v1\nkind:\n  a: b\n",
+	}
+	decided := 0
+	for name, h := range headers {
+		header := []byte(h + "items: []\n")
+		res, isList := decodeHeader(header)
+		r := &kio.ByteReader{Reader: bytes.NewReader(header)}
+		ns, err := r.Read()
+		wantList := err == nil && len(ns) == 0 && r.WrappingKind != ""
+		if !isList {
+			continue
+		}
+		decided++
+		if !wantList {
+			t.Errorf("%s: decodeHeader reads a list, ByteReader does not", name)
+			continue
+		}
+		var want, got strings.Builder
+		if r.Results != nil {
+			lineDump(&want, r.Results.YNode(), 0)
+		}
+		if res != nil {
+			lineDump(&got, res.YNode(), 0)
+		}
+		if want.String() != got.String() {
+			t.Errorf("%s: results differ:\n--- ByteReader\n%s--- decodeHeader\n%s", name, want.String(), got.String())
+		}
+	}
+	if _, ok := decodeHeader([]byte(catalog + "items: []\n")); !ok {
+		t.Error("decodeHeader declines the catalog's results: the fast path is dead")
+	}
+	if decided < 8 {
+		t.Errorf("decodeHeader decided only %d headers", decided)
+	}
+}
