@@ -30,22 +30,22 @@ func TestAnnotationMigrationMatchesKyaml(t *testing.T) {
 		legacy   = "    config.kubernetes.io/path: b.yaml\n    config.kubernetes.io/index: '2'\n    config.kubernetes.io/id: '7'\n"
 	)
 	inputs := map[string][]string{
-		"both":          {res("a", both), res("b", both)},
-		"internal":      {res("a", internal), res("b", internal)},
-		"legacy":        {res("a", legacy), res("b", legacy)},
-		"none":          {res("a", ""), res("b", "    x: y\n")},
-		"mixed":         {res("a", internal), res("b", legacy)},
-		"mismatched":    {res("a", "    config.kubernetes.io/path: a.yaml\n    internal.config.kubernetes.io/path: b.yaml\n")},
-		"null-value":    {res("a", "    config.kubernetes.io/path: ~\n    internal.config.kubernetes.io/path: a.yaml\n")},
+		"both":       {res("a", both), res("b", both)},
+		"internal":   {res("a", internal), res("b", internal)},
+		"legacy":     {res("a", legacy), res("b", legacy)},
+		"none":       {res("a", ""), res("b", "    x: y\n")},
+		"mixed":      {res("a", internal), res("b", legacy)},
+		"mismatched": {res("a", "    config.kubernetes.io/path: a.yaml\n    internal.config.kubernetes.io/path: b.yaml\n")},
+		"null-value": {res("a", "    config.kubernetes.io/path: ~\n    internal.config.kubernetes.io/path: a.yaml\n")},
 		// A duplicated annotation key is left out: kyaml reads the first of
 		// the two, the pipeline's metadata accessors (fastmeta.go
 		// lookupLast) the last, everywhere, not only here; a known
 		// difference, to be settled for all of them at once.
-		"no-metadata":   {"apiVersion: v1\nkind: ConfigMap\ndata:\n  k: v\n", res("b", both)},
-		"empty":         {},
-		"empty-anns":    {"apiVersion: v1\nkind: X\nmetadata:\n  name: a\n  annotations: {}\n"},
-		"flow-anns":     {"apiVersion: v1\nkind: X\nmetadata: {name: a, annotations: {config.kubernetes.io/path: a.yaml}}\n"},
-		"id-only":       {res("a", "    internal.config.kubernetes.io/id: '3'\n")},
+		"no-metadata": {"apiVersion: v1\nkind: ConfigMap\ndata:\n  k: v\n", res("b", both)},
+		"empty":       {},
+		"empty-anns":  {"apiVersion: v1\nkind: X\nmetadata:\n  name: a\n  annotations: {}\n"},
+		"flow-anns":   {"apiVersion: v1\nkind: X\nmetadata: {name: a, annotations: {config.kubernetes.io/path: a.yaml}}\n"},
+		"id-only":     {res("a", "    internal.config.kubernetes.io/id: '3'\n")},
 	}
 	set := func(k, v string) func([]*yaml.RNode) []*yaml.RNode {
 		return func(ns []*yaml.RNode) []*yaml.RNode {
