@@ -57,6 +57,7 @@ func (g *globals) openCacheWith(lvl slog.Level, extra ...cache.Option) (*cache.C
 		cache.WithOffline(g.offline),
 		cache.WithImagePrefix(g.prefix()),
 		cache.WithLogger(log),
+		cache.WithWasm(g.allowWasm),
 	}
 	switch {
 	case g.progress == "none":

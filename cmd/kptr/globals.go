@@ -18,6 +18,7 @@ import (
 	"github.com/kptr-dev/kptr/pipeline"
 
 	"github.com/kptr-dev/kptr/runtime"
+	"github.com/kptr-dev/kptr/runtime/wasm"
 )
 
 // globals are the settings commands share, and the process's streams. Each
@@ -30,6 +31,12 @@ type globals struct {
 	// kpt is set when the binary runs as "kpt" (kpt.go): kpt's command
 	// line, help, error format and exit codes.
 	kpt bool
+
+	// allowWasm is --allow-alpha-wasm of the running fn command: the cache
+	// resolves wasm images and they run in-process (wasmRunner).
+	allowWasm bool
+	wasmOnce  sync.Once
+	wasm      *wasm.Runner
 
 	cacheDir    string
 	mirrors     []string

@@ -90,8 +90,8 @@ type jsHost struct {
 	stdin          io.Reader
 	stdout, stderr *cappedBuffer
 
-	start    time.Time
-	timers   map[int32]time.Time
+	start     time.Time
+	timers    map[int32]time.Time
 	nextTimer int32
 
 	exited   bool
