@@ -47,7 +47,9 @@ define run-unpriv
 	set -euo pipefail; d=$$(mktemp -d /tmp/kptr-unpriv.XXXXXX); trap 'rm -rf "$$d"' EXIT; \
 	mkdir -p "$$d/bin" "$$d/home" "$$d/tmp"; \
 	for f in hostile cat escape-report; do CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o "$$d/bin/$$f" ./test/fixtures/$$f; done; \
+	for f in wasm-hostile set-namespace; do for os in js wasip1; do GOOS=$$os GOARCH=wasm $(GO) build -trimpath -ldflags='-s -w' -o "$$d/bin/$$f.$$os.wasm" ./test/fixtures/$$f; done; done; \
 	$(GO) test -c $(1) -o "$$d/runtime.test" ./runtime; \
+	$(GO) test -c $(1) -o "$$d/wasm.test" ./runtime/wasm; \
 	$(GO) test -c $(1) -o "$$d/namespace.test" ./runtime/namespace; \
 	$(GO) test -c $(1) -o "$$d/landlock.test" ./runtime/landlock; \
 	$(GO) test -c $(1) -o "$$d/kptr.test" ./cmd/kptr; \
@@ -59,7 +61,7 @@ define run-unpriv
 	else as="setpriv --no-new-privs"; fi; \
 	cd "$$d"; e="env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=$$d/home TMPDIR=$$d/tmp KPTR_FIXTURE_BIN_DIR=$$d/bin"; \
 	who="as uid $$($$e $$as id -u), no caps, no_new_privs$(if $(1), with seccomp)"; \
-	for p in runtime namespace landlock; do \
+	for p in runtime namespace landlock wasm; do \
 	  echo "== $$p suite $$who"; \
 	  $$e $$as ./$$p.test -test.v=test2json -test.count=1 -test.timeout=10m 2>&1 | $(GO) tool test2json -t -p $$p | $(TESTSUM) -suite "$$p suite $$who"; \
 	done; \

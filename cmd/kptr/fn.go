@@ -293,19 +293,44 @@ func (g *globals) baseOptions(ctx context.Context) (pipeline.Options, *lazyEnv) 
 	return opts, env
 }
 
-// wasmRunner is the in-process wasm runner (runtime/wasm), opened once,
-// compiling modules into the cache directory's wasm/ (keyed by module and
-// wazero version).
-func (g *globals) wasmRunner() *wasm.Runner {
+// wasmRunner is the wasm tier (runtime/wasm), opened once, beside the tier
+// that runs container images: it compiles modules into the cache
+// directory's wasm/ (entries keyed by module and wazero version). A tier
+// that cannot open is each wasm run's error.
+func (g *globals) wasmRunner() runtime.Runner {
 	g.wasmOnce.Do(func() {
 		maxOut, _ := strconv.ParseInt(g.getenv("KPTR_FN_MAX_OUTPUT"), 10, 64)
-		opts := []wasm.Option{wasm.WithTimeout(g.fnTimeout), wasm.WithMaxOutput(maxOut)}
-		if g.cacheDir != "" {
-			opts = append(opts, wasm.WithCacheDir(filepath.Join(g.cacheDir, "wasm")))
+		opts := []runtime.Option{runtime.WithTimeout(g.fnTimeout), runtime.WithLogger(g.logger())}
+		if maxOut > 0 {
+			opts = append(opts, runtime.WithMaxOutput(maxOut))
 		}
-		g.wasm = wasm.New(opts...)
+		if g.cacheDir != "" {
+			opts = append(opts, wasm.WithCompileCache(filepath.Join(g.cacheDir, "wasm")))
+		}
+		t, ok := runtime.Lookup(wasm.Name)
+		if !ok {
+			g.wasmErr = errors.New("the wasm tier is not registered")
+			return
+		}
+		sb, err := t.Open(opts...)
+		if err != nil {
+			g.wasmErr = refusal(err, "")
+			return
+		}
+		g.onExit(sb.Close)
+		g.wasm = sb
 	})
+	if g.wasmErr != nil {
+		return failingRunner{g.wasmErr}
+	}
 	return g.wasm
+}
+
+// failingRunner fails every run with err.
+type failingRunner struct{ err error }
+
+func (f failingRunner) Run(context.Context, cache.Bundle, runtime.Invocation) (runtime.Result, error) {
+	return runtime.Result{}, f.err
 }
 
 // fnScopes are the shared settings of the commands that run functions.

@@ -18,7 +18,6 @@ import (
 	"github.com/kptr-dev/kptr/pipeline"
 
 	"github.com/kptr-dev/kptr/runtime"
-	"github.com/kptr-dev/kptr/runtime/wasm"
 )
 
 // globals are the settings commands share, and the process's streams. Each
@@ -36,7 +35,8 @@ type globals struct {
 	// resolves wasm images and they run in-process (wasmRunner).
 	allowWasm bool
 	wasmOnce  sync.Once
-	wasm      *wasm.Runner
+	wasm      runtime.Sandbox
+	wasmErr   error
 
 	cacheDir    string
 	mirrors     []string

@@ -302,17 +302,28 @@ func (r *Runner) run(ctx context.Context, b cache.Bundle, inv runtime.Invocation
 	runCtx = context.WithValue(experimental.WithMemoryAllocator(runCtx, alloc), allocatorKey{}, alloc)
 	stdout := &cappedBuffer{name: "stdout", max: maxOut, overflow: cancel}
 	stderr := &cappedBuffer{name: "stderr", max: maxOut, overflow: cancel}
-	stdin := inv.Stdin
-	if stdin == nil {
-		stdin = bytes.NewReader(nil)
+	// The input is read whole before the module starts, bounded by the
+	// memory a module may have and by the run's context: a module blocked
+	// in a host call reading stdin could not be closed by its context.
+	input, err := readInput(runCtx, inv.Stdin, int64(limitPages)*pageSize)
+	if err != nil {
+		if runCtx.Err() != nil && ctx.Err() == nil {
+			return runtime.Result{}, context.Cause(runCtx)
+		}
+		return runtime.Result{}, err
 	}
+	stdin := bytes.NewReader(input)
 
+	// As for a container: the image's Cmd are the arguments, its Env and
+	// then the invocation's the environment (kpt's images have neither).
+	args := append([]string{"function"}, b.Config.Cmd...)
+	env := mergeEnv(b.Config.Env, inv.Env)
 	var res runtime.Result
 	switch cm.abi {
 	case ABIJS:
-		res, err = r.runJS(runCtx, cm, stdin, stdout, stderr, inv.Env, int64(limitPages)*pageSize)
+		res, err = r.runJS(runCtx, cm, stdin, stdout, stderr, args, env, int64(limitPages)*pageSize)
 	default:
-		res, err = r.runWASI(runCtx, cm, stdin, stdout, stderr, inv.Env)
+		res, err = r.runWASI(runCtx, cm, stdin, stdout, stderr, args, env)
 	}
 	res.Stderr = stderr.Bytes()
 	if res.Stdout == nil {
@@ -337,10 +348,10 @@ func (r *Runner) run(ctx context.Context, b cache.Bundle, inv runtime.Invocation
 	return res, nil
 }
 
-func (r *Runner) runWASI(ctx context.Context, cm *compiledModule, stdin io.Reader, stdout, stderr io.Writer, env []string) (runtime.Result, error) {
+func (r *Runner) runWASI(ctx context.Context, cm *compiledModule, stdin io.Reader, stdout, stderr io.Writer, args, env []string) (runtime.Result, error) {
 	cfg := wazero.NewModuleConfig().WithName("").
 		WithStdin(stdin).WithStdout(stdout).WithStderr(stderr).
-		WithArgs("function").
+		WithArgs(args...).
 		WithSysNanotime().WithSysWalltime().
 		WithNanosleep(func(ns int64) {
 			t := time.NewTimer(time.Duration(ns))
@@ -402,15 +413,11 @@ const (
 	entrypointErrors = "processResourceListErrors"
 )
 
-func (r *Runner) runJS(ctx context.Context, cm *compiledModule, stdin io.Reader, stdout, stderr *cappedBuffer, env []string, hostBudget int64) (runtime.Result, error) {
-	// kpt passes the ResourceList to the entrypoint as a string: read it
-	// once, bounded by the memory the module may have.
-	input, err := io.ReadAll(io.LimitReader(stdin, hostBudget+1))
+func (r *Runner) runJS(ctx context.Context, cm *compiledModule, stdin io.Reader, stdout, stderr *cappedBuffer, args, env []string, hostBudget int64) (runtime.Result, error) {
+	// kpt passes the ResourceList to the entrypoint as a string
+	input, err := io.ReadAll(stdin)
 	if err != nil {
 		return runtime.Result{}, fmt.Errorf("reading input: %w", err)
-	}
-	if int64(len(input)) > hostBudget {
-		return runtime.Result{}, fmt.Errorf("input is larger than the memory limit of %d MiB", hostBudget>>20)
 	}
 	h := newJSHost(bytes.NewReader(input), stdout, stderr, &budget{limit: hostBudget})
 	h.curCtx = context.WithValue(ctx, hostKey{}, h)
@@ -422,7 +429,7 @@ func (r *Runner) runJS(ctx context.Context, cm *compiledModule, stdin io.Reader,
 	if err := h.attach(mod); err != nil {
 		return runtime.Result{}, err
 	}
-	err = h.call(func() error { return h.runMain(h.curCtx, []string{"function"}, env) })
+	err = h.call(func() error { return h.runMain(h.curCtx, args, env) })
 	if err != nil {
 		return runtime.Result{ExitCode: -1}, trapError(err)
 	}
@@ -479,6 +486,35 @@ func (r *Runner) runJS(ctx context.Context, cm *compiledModule, stdin io.Reader,
 		}
 	}
 	return runtime.Result{Stdout: []byte(s)}, nil
+}
+
+// readInput reads r whole, at most limit bytes, giving up when ctx ends
+// (the reading goroutine then ends with r).
+func readInput(ctx context.Context, r io.Reader, limit int64) ([]byte, error) {
+	if r == nil {
+		return nil, nil
+	}
+	type read struct {
+		b   []byte
+		err error
+	}
+	done := make(chan read, 1)
+	go func() {
+		b, err := io.ReadAll(io.LimitReader(r, limit+1))
+		done <- read{b, err}
+	}()
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case got := <-done:
+		if got.err != nil {
+			return nil, fmt.Errorf("reading input: %w", got.err)
+		}
+		if int64(len(got.b)) > limit {
+			return nil, fmt.Errorf("input is larger than the memory limit of %d MiB", limit>>20)
+		}
+		return got.b, nil
+	}
 }
 
 // call runs f, which calls into the module, turning what host functions
@@ -554,12 +590,30 @@ type cappedBuffer struct {
 func (c *cappedBuffer) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if int64(c.Len())+int64(len(p)) > c.max {
+	if room := c.max - int64(c.Len()); int64(len(p)) > room {
+		// keep what fits, as the other tiers do, then end the run
+		n, _ := c.Buffer.Write(p[:max(room, 0)])
 		err := fmt.Errorf("%w: more than %d bytes on %s", runtime.ErrOutputLimit, c.max, c.name)
 		c.overflow(err)
-		return 0, err
+		return n, err
 	}
 	return c.Buffer.Write(p)
+}
+
+// mergeEnv is base with each KEY=VAL of over replacing base's KEY.
+func mergeEnv(base, over []string) []string {
+	out := make([]string, 0, len(base)+len(over))
+	idx := map[string]int{}
+	for _, kv := range append(append([]string(nil), base...), over...) {
+		k, _, _ := strings.Cut(kv, "=")
+		if i, ok := idx[k]; ok {
+			out[i] = kv
+			continue
+		}
+		idx[k] = len(out)
+		out = append(out, kv)
+	}
+	return out
 }
 
 // allocator backs a module's linear memory and refuses to grow it past
