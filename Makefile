@@ -92,6 +92,9 @@ bench-runtime: ## per-run cost of the sandbox (cold, pipelined, prepared) vs bar
 	    setpriv --reuid=$(UNPRIV_UID) --regid=$(UNPRIV_UID) --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs \
 	    sh -c "./namespace.test -test.run '^$$' -test.bench 'BenchmarkRun(KRM)?/(bare|bwrap|kptr|kptr-libcontainer|kptr-readonly|kptr-pipelined|kptr-prepared|kptr-prepared-readonly)$$' -test.benchtime 100x && ./landlock.test -test.run '^$$' -test.bench 'BenchmarkRun/landlock$$' -test.benchtime 100x"; fi
 
+bench-wasm: ## set-namespace as a wasm function (cold, cached, warm) vs native in the namespace and landlock tiers at 50, 500 and 5,000 resources (figures → BENCHMARKS.md)
+	nice $(GO) test -run '^$$' -bench BenchmarkSetNamespace -benchtime 3x -count 1 -timeout 60m ./runtime
+
 bench-cache: ## cache benchmarks: cold pull vs skopeo+umoci, cached resolve, peak RSS (figures → BENCHMARKS.md)
 	$(GO) test -run '^$$' -bench . -benchtime 2000x -count 1 ./cache
 	$(GO) test -run '^$$' -bench . -benchtime 3x -count 1 -timeout 20m ./test/e2e/cache

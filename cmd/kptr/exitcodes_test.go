@@ -107,7 +107,7 @@ func exitCases(f exitFixtures) []exitCase {
 		{"input", []string{"fn", "sink", f.existing}, nil, 2, 1, "already exists"},
 
 		{"usage", []string{"generate", "--bogus"}, nil, 2, 1, "kptr generate: unknown flag: --bogus"},
-		{"usage", []string{"generate", f.ok}, map[string]string{"KPTR_SANDBOX": "sometimes"}, 2, -1, "KPTR_SANDBOX (--sandbox): want auto, namespace, landlock or none"},
+		{"usage", []string{"generate", f.ok}, map[string]string{"KPTR_SANDBOX": "sometimes"}, 2, -1, "KPTR_SANDBOX (--sandbox): want auto, namespace, landlock, wasm or none"},
 		{"input", []string{"generate", f.noKptfile}, nil, 2, -1, "kptr generate: no Kptfile in the application path"},
 		{"function", []string{"generate", f.failing}, exec, 1, -1, "kptr generate: render .: false: function failed"},
 		{"registry", []string{"generate", f.registry}, allowed, 3, -1, "connection refused"},

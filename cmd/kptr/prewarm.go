@@ -25,6 +25,7 @@ func (g *globals) prewarmCmd() *cobra.Command {
 	var images []string
 	var imagesFile, export string
 	var jobs int
+	var allowWasm bool
 	c := g.command(&cobra.Command{
 		Use:   "prewarm [DIR...] [--image REF...] [--images-file FILE] [--export DIR|FILE.tar|-]",
 		Short: "Pull every function image the Kptfiles under DIRs name into the cache (and optionally export them)",
@@ -53,6 +54,8 @@ or a tar stream for kptr cache import on an air-gapped machine.`,
 			images = append(images, listed...)
 		}
 
+		// wasm images resolve as fn render --allow-alpha-wasm resolves them
+		g.allowWasm = allowWasm
 		// Plain progress lines at info level: for prewarm the progress is the output.
 		c, err := g.openCacheWith(slog.LevelInfo)
 		if err != nil {
@@ -97,6 +100,7 @@ or a tar stream for kptr cache import on an air-gapped machine.`,
 	fs.StringVar(&imagesFile, "images-file", "", "also pull the images listed in FILE, one per line ('#' comments)")
 	fs.StringVar(&export, "export", "", "then write the images as an OCI layout directory, a tarball (*.tar) or a tar stream on stdout (-), for kptr cache import on another machine")
 	fs.IntVar(&jobs, "jobs", 4, "images pulled in parallel")
+	fs.BoolVar(&allowWasm, "allow-alpha-wasm", envBool(g.getenv("KPTR_ALLOW_WASM")), "pull wasm function images as fn render --allow-alpha-wasm runs them: an index's js/wasm or wasip1/wasm entry (KPTR_ALLOW_WASM)")
 	return c
 }
 
