@@ -15,6 +15,7 @@ import (
 
 	"github.com/kptr-dev/kptr/cache"
 	"github.com/kptr-dev/kptr/pipeline"
+	"github.com/kptr-dev/kptr/runtime/wasm"
 )
 
 // `kptr prewarm` fills the image cache ahead of time, so that the first
@@ -82,6 +83,20 @@ or a tar stream for kptr cache import on an air-gapped machine.`,
 		}
 		if err != nil {
 			return err
+		}
+		// wasm modules are compiled into the cache directory's wasm/ now,
+		// so that no render pays for their compilation
+		for i, b := range bundles {
+			if b.Wasm == "" {
+				continue
+			}
+			if cp, ok := g.wasmRunner().(interface {
+				Compile(context.Context, cache.Bundle) (wasm.ABI, error)
+			}); ok {
+				if _, err := cp.Compile(ctx, b); err != nil {
+					return fmt.Errorf("%s: %w", refs[i], err)
+				}
+			}
 		}
 		if export != "" {
 			asTar := export == "-" || strings.HasSuffix(export, ".tar")
