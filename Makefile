@@ -73,7 +73,9 @@ define run-unpriv
 	set -euo pipefail; d=$$(mktemp -d /tmp/kptr-unpriv.XXXXXX); trap 'rm -rf "$$d"' EXIT; \
 	mkdir -p "$$d/bin" "$$d/home" "$$d/tmp"; \
 	for f in hostile cat escape-report; do CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o "$$d/bin/$$f" ./test/fixtures/$$f; done; \
+	for f in wasm-hostile set-namespace; do for os in js wasip1; do GOOS=$$os GOARCH=wasm $(GO) build -trimpath -ldflags='-s -w' -o "$$d/bin/$$f.$$os.wasm" ./test/fixtures/$$f; done; done; \
 	$(GO) test -c $(1) -o "$$d/runtime.test" ./runtime; \
+	$(GO) test -c $(1) -o "$$d/wasm.test" ./runtime/wasm; \
 	$(GO) test -c $(1) -o "$$d/namespace.test" ./runtime/namespace; \
 	$(GO) test -c $(1) -o "$$d/landlock.test" ./runtime/landlock; \
 	$(GO) test -c $(1) -o "$$d/kptr.test" ./cmd/kptr; \
@@ -85,7 +87,7 @@ define run-unpriv
 	else as="setpriv --no-new-privs"; fi; \
 	cd "$$d"; e="env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=$$d/home TMPDIR=$$d/tmp KPTR_FIXTURE_BIN_DIR=$$d/bin"; \
 	who="as uid $$($$e $$as id -u), no caps, no_new_privs"; \
-	for p in runtime namespace landlock; do \
+	for p in runtime namespace landlock wasm; do \
 	  echo "== $$p suite $$who"; \
 	  $$e $$as ./$$p.test -test.v=test2json -test.count=1 -test.timeout=10m 2>&1 | $(GO) tool test2json -t -p $$p | $(TESTSUM) -suite "$$p suite $$who"; \
 	done; \
@@ -133,6 +135,9 @@ bench-runtime: ## per-run cost of the sandbox (cold, pipelined, prepared) vs bar
 	  cd "$$d" && env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=$$d/home TMPDIR=$$d/tmp KPTR_FIXTURE_BIN_DIR=$$d/bin \
 	    setpriv --reuid=$(UNPRIV_UID) --regid=$(UNPRIV_UID) --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs \
 	    sh -c "./namespace.test -test.run '^$$' -test.bench 'BenchmarkRun(KRM)?/(bare|bwrap|kptr|kptr-libcontainer|kptr-readonly|kptr-pipelined|kptr-prepared|kptr-prepared-readonly)$$' -test.benchtime 100x && ./landlock.test -test.run '^$$' -test.bench 'BenchmarkRun/landlock$$' -test.benchtime 100x"; fi
+
+bench-wasm: ## set-namespace as a wasm function (cold, cached, warm) vs native in the namespace and landlock tiers at 50, 500 and 5,000 resources (figures → BENCHMARKS.md)
+	nice $(GO) test -run '^$$' -bench BenchmarkSetNamespace -benchtime 3x -count 1 -timeout 60m ./runtime
 
 bench-cache: ## cache benchmarks: cold pull vs skopeo+umoci, cached resolve, peak RSS (figures → BENCHMARKS.md)
 	$(GO) test -run '^$$' -bench . -benchtime 2000x -count 1 ./cache

@@ -20,6 +20,12 @@ type Bundle struct {
 	// Rootfs is the absolute path of the extracted, read-only root filesystem.
 	// Empty for bundles that run a host binary (kpt's exec functions).
 	Rootfs string
+	// Wasm, when set, says the bundle is a wasm function (runtime/wasm runs
+	// it): the path of its module beneath Rootfs for an image whose index
+	// entry or config names a wasm platform (js/wasm, wasip1/wasm; kpt's
+	// `kpt alpha wasm push` format), or a host path for a `.wasm` exec
+	// function (no Rootfs).
+	Wasm string
 	// Config is the image config: Entrypoint, Cmd, Env, WorkingDir, User.
 	Config v1.Config
 	// Pulled is how long this Resolve spent fetching and extracting the

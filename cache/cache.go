@@ -113,16 +113,18 @@ func isLoopback(host string) bool {
 // meta is rootfs/<hex>/meta.json, written before the rootfs directory is
 // committed: its presence in a committed directory means the rootfs is whole.
 type meta struct {
-	Manifest  string    `json:"manifest"`
-	MediaType string    `json:"mediaType,omitempty"`
-	Config    string    `json:"config"`
-	Layers    []string  `json:"layers"`
-	Platform  string    `json:"platform,omitempty"`
-	Image     v1.Config `json:"image"`
-	Files     int       `json:"files"`
-	Bytes     int64     `json:"bytes"`
-	Tree      string    `json:"tree"`
-	Unpacked  time.Time `json:"unpacked"`
+	Manifest  string   `json:"manifest"`
+	MediaType string   `json:"mediaType,omitempty"`
+	Config    string   `json:"config"`
+	Layers    []string `json:"layers"`
+	Platform  string   `json:"platform,omitempty"`
+	// Wasm is the module of a wasm function image, beneath the rootfs.
+	Wasm     string    `json:"wasm,omitempty"`
+	Image    v1.Config `json:"image"`
+	Files    int       `json:"files"`
+	Bytes    int64     `json:"bytes"`
+	Tree     string    `json:"tree"`
+	Unpacked time.Time `json:"unpacked"`
 }
 
 func (c *Cache) metaPath(hex string) string { return c.path(rootfsDir, hex, "meta.json") }
@@ -211,13 +213,68 @@ func (c *Cache) cached(ctx context.Context, ir imageRef, d v1.Descriptor) (Bundl
 			return Bundle{}, false, err
 		}
 	}
+	if err := c.wasmAllowed(m); err != nil {
+		return Bundle{}, false, err
+	}
 	now := time.Now()
 	_ = os.Chtimes(c.metaPath(d.Digest.Hex), now, now) // last use, for prune's LRU order
 	return c.bundle(ir, d.Digest, m), true, nil
 }
 
 func (c *Cache) bundle(ir imageRef, h v1.Hash, m *meta) Bundle {
-	return Bundle{Ref: ir.named, Digest: h, Rootfs: c.path(rootfsDir, h.Hex, "rootfs"), Config: m.Image}
+	return Bundle{Ref: ir.named, Digest: h, Rootfs: c.path(rootfsDir, h.Hex, "rootfs"), Config: m.Image, Wasm: m.Wasm}
+}
+
+// ErrWasmNotAllowed is a wasm function image resolved without WithWasm.
+var ErrWasmNotAllowed = errors.New("the image is a wasm function: wasm functions run only with --allow-alpha-wasm")
+
+func (c *Cache) wasmAllowed(m *meta) error {
+	if m.Wasm != "" && !c.s.wasm {
+		p := m.Platform
+		if p == "" {
+			p = "js/wasm"
+		}
+		return fmt.Errorf("%w (%s)", ErrWasmNotAllowed, p)
+	}
+	return nil
+}
+
+// isWasmPlatform reports a platform whose images hold a wasm module.
+func isWasmPlatform(p v1.Platform) bool {
+	return p.Architecture == "wasm" && (p.OS == "js" || p.OS == "wasip1")
+}
+
+// platformOK reports whether an image of platform p may be resolved: the
+// wanted platform, or a wasm one (whether wasm may run is wasmAllowed's).
+func (c *Cache) platformOK(p v1.Platform) bool {
+	return platformMatches(p, c.s.platform) || isWasmPlatform(p)
+}
+
+// pick chooses the entry of an index Resolve unpacks: with wasm allowed a
+// js/wasm entry (then wasip1/wasm), as kpt picks under --allow-alpha-wasm;
+// otherwise the wanted platform. An index whose only runnable entries are
+// wasm ones fails with ErrWasmNotAllowed unless anyWasm (import, which
+// stores and runs nothing).
+func (c *Cache) pick(idx *v1.IndexManifest, anyWasm bool) (v1.Descriptor, error) {
+	var wasmEntry *v1.Descriptor
+	for _, want := range []v1.Platform{{OS: "js", Architecture: "wasm"}, {OS: "wasip1", Architecture: "wasm"}} {
+		for i, d := range idx.Manifests {
+			if wasmEntry == nil && d.Platform != nil && d.MediaType.IsImage() && d.Platform.OS == want.OS && d.Platform.Architecture == want.Architecture {
+				wasmEntry = &idx.Manifests[i]
+			}
+		}
+	}
+	if wasmEntry != nil && c.s.wasm {
+		return *wasmEntry, nil
+	}
+	d, err := pickPlatform(idx, c.s.platform)
+	if err != nil && wasmEntry != nil {
+		if anyWasm {
+			return *wasmEntry, nil
+		}
+		return v1.Descriptor{}, fmt.Errorf("%w (%s)", ErrWasmNotAllowed, platformString(wasmEntry.Platform))
+	}
+	return d, err
 }
 
 // hold takes (once per Cache) a shared lock that prune must get exclusively
@@ -267,8 +324,11 @@ func (c *Cache) pull(ctx context.Context, ir imageRef, desc *v1.Descriptor) (Bun
 		return Bundle{}, err
 	}
 	m, made := v.(unpacked).m, v.(unpacked).made
-	if p, err := v1.ParsePlatform(m.Platform); m.Platform != "" && err == nil && !platformMatches(*p, c.s.platform) {
+	if p, err := v1.ParsePlatform(m.Platform); m.Platform != "" && err == nil && !c.platformOK(*p) {
 		return Bundle{}, fmt.Errorf("image is for %s, not %s", m.Platform, platformString(&c.s.platform))
+	}
+	if err := c.wasmAllowed(m); err != nil {
+		return Bundle{}, err
 	}
 	if err := c.hold(ctx, desc.Digest.Hex); err != nil {
 		return Bundle{}, err
@@ -325,7 +385,7 @@ func (c *Cache) remoteManifest(ctx context.Context, ir imageRef) (v1.Descriptor,
 		if err != nil {
 			return v1.Descriptor{}, fmt.Errorf("parsing index: %w", err)
 		}
-		child, err := pickPlatform(idx, c.s.platform)
+		child, err := c.pick(idx, false)
 		if err != nil {
 			return v1.Descriptor{}, err
 		}
@@ -459,7 +519,7 @@ func (c *Cache) unpack(ctx context.Context, ir imageRef, desc v1.Descriptor) (_ 
 		return nil, false, fmt.Errorf("parsing image config: %w", err)
 	}
 	want := c.s.platform
-	if cf.OS != "" && cf.Architecture != "" && !platformMatches(v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}, want) {
+	if cf.OS != "" && cf.Architecture != "" && !c.platformOK(v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}) {
 		return nil, false, fmt.Errorf("image is for %s/%s, not %s", cf.OS, cf.Architecture, platformString(&want))
 	}
 	if len(cf.RootFS.DiffIDs) != 0 && len(cf.RootFS.DiffIDs) != len(mf.Layers) {
@@ -570,6 +630,15 @@ func (c *Cache) unpack(ctx context.Context, ir imageRef, desc v1.Descriptor) (_ 
 	if cf.OS != "" {
 		m.Platform = platformString(&v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant})
 	}
+	if m.Wasm, err = wasmModule(root, desc.Platform, cf); err != nil {
+		return nil, false, err
+	}
+	if m.Wasm != "" && m.Platform == "" {
+		m.Platform = "js/wasm" // kpt's format: the index names it, the config does not
+		if desc.Platform != nil {
+			m.Platform = platformString(desc.Platform)
+		}
+	}
 	mb, err = json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return nil, false, err
@@ -585,6 +654,37 @@ func (c *Cache) unpack(ctx context.Context, ir imageRef, desc v1.Descriptor) (_ 
 		c.s.logger.Debug("skipped device nodes and fifos", "image", ir.named, "count", u.skipped)
 	}
 	return m, true, nil
+}
+
+// wasmModule finds the module of a wasm function image: the one regular
+// `.wasm` file at the top of its root filesystem. An image is a wasm function
+// when its index entry or its config names a wasm platform, or when it has
+// kpt's wasm format without saying so (`kpt alpha wasm push` writes no
+// platform in the config: a digest reference to it reaches no index): no
+// platform, no entrypoint and no command in its config, one .wasm file.
+func wasmModule(root string, entry *v1.Platform, cf *v1.ConfigFile) (string, error) {
+	declared := entry != nil && isWasmPlatform(*entry) || isWasmPlatform(v1.Platform{OS: cf.OS, Architecture: cf.Architecture})
+	kptFormat := cf.OS == "" && len(cf.Config.Entrypoint) == 0 && len(cf.Config.Cmd) == 0
+	if !declared && !kptFormat {
+		return "", nil
+	}
+	des, err := os.ReadDir(root)
+	if err != nil {
+		return "", err
+	}
+	var mods []string
+	for _, de := range des {
+		if de.Type().IsRegular() && strings.HasSuffix(de.Name(), ".wasm") {
+			mods = append(mods, de.Name())
+		}
+	}
+	switch {
+	case len(mods) == 1:
+		return mods[0], nil
+	case declared:
+		return "", fmt.Errorf("wasm image holds %d .wasm files at its top, not one", len(mods))
+	}
+	return "", nil
 }
 
 func writeSynced(p string, b []byte) error {

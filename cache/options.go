@@ -160,6 +160,7 @@ type settings struct {
 	jobs      int
 	userAgent string
 	sigPolicy *signature.Policy
+	wasm      bool
 }
 
 func defaultSettings() settings {
@@ -224,6 +225,15 @@ func WithImagePrefix(prefix string) Option {
 // WithKeychain sets where registry credentials come from (default
 // authn.DefaultKeychain: docker config.json and credential helpers).
 func WithKeychain(k authn.Keychain) Option { return func(s *settings) { s.keychain = k } }
+
+// WithWasm lets Resolve return wasm functions (kpt's --allow-alpha-wasm):
+// from an index that has a js/wasm or wasip1/wasm entry that entry is
+// picked, as kpt picks it under that flag; an image whose config names a wasm
+// platform, or that is kpt's wasm format (one .wasm file, no platform and no
+// entrypoint in its config), resolves to a Bundle with Wasm set. Without it
+// such images fail with ErrWasmNotAllowed. Import stores wasm images either
+// way (storing runs nothing).
+func WithWasm(allow bool) Option { return func(s *settings) { s.wasm = allow } }
 
 // WithPlatform picks another platform than the host's from multi-arch images.
 func WithPlatform(p v1.Platform) Option { return func(s *settings) { s.platform = p } }

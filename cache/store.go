@@ -201,19 +201,32 @@ func (c *Cache) record(ctx context.Context, key string, desc v1.Descriptor) erro
 	})
 }
 
-// lookup finds the recorded resolution of key for platform p.
+// lookup finds the recorded resolution of key for platform p; with wasm
+// allowed a wasm resolution comes first, as Resolve picks wasm entries first.
 func (c *Cache) lookup(key string, p v1.Platform) (v1.Descriptor, time.Time, bool) {
 	idx, err := c.readIndex()
 	if err != nil {
 		return v1.Descriptor{}, time.Time{}, false
 	}
-	for _, d := range idx.Manifests {
-		if d.Annotations[annRefName] == key && (d.Platform == nil || platformMatches(*d.Platform, p)) {
-			t, _ := time.Parse(time.RFC3339Nano, d.Annotations[annResolved])
-			return d, t, true
+	found := -1
+	for i, d := range idx.Manifests {
+		if d.Annotations[annRefName] != key {
+			continue
+		}
+		if c.s.wasm && d.Platform != nil && isWasmPlatform(*d.Platform) {
+			found = i
+			break
+		}
+		if found < 0 && (d.Platform == nil || platformMatches(*d.Platform, p)) {
+			found = i
 		}
 	}
-	return v1.Descriptor{}, time.Time{}, false
+	if found < 0 {
+		return v1.Descriptor{}, time.Time{}, false
+	}
+	d := idx.Manifests[found]
+	t, _ := time.Parse(time.RFC3339Nano, d.Annotations[annResolved])
+	return d, t, true
 }
 
 // cachedTags lists the tags recorded for repo (canonical repository name).

@@ -362,7 +362,7 @@ func (c *Cache) importLayout(ctx context.Context, dir, repo string) ([]string, [
 			if err != nil {
 				return nil, nil, err
 			}
-			if d, err = pickPlatform(child, c.s.platform); err != nil {
+			if d, err = c.pick(child, true); err != nil {
 				return nil, nil, fmt.Errorf("%s: %w", n, err)
 			}
 		}

@@ -38,6 +38,10 @@ func Eligible(b cache.Bundle, inv runtime.Invocation) bool {
 func KeyOf(b cache.Bundle, inv runtime.Invocation, variant string, stdin []byte) Key {
 	e := NewKey("run")
 	e.Str("digest", b.Digest.String())
+	if b.Wasm != "" {
+		// a wasm function: its module (the digest names the image that holds it)
+		e.Str("wasm", b.Wasm)
+	}
 	e.List("entrypoint", b.Config.Entrypoint)
 	e.List("cmd", b.Config.Cmd)
 	e.Str("workdir", b.Config.WorkingDir)

@@ -155,7 +155,12 @@ type fnRun struct {
 // back (see runFilter); results and failures are the same.
 func (r *renderer) runFunction(st *fnStep, pn *pkgNode, input []*yaml.RNode, fnConfig *yaml.RNode, showCount, keep bool) ([]*yaml.RNode, *FnResult, error) {
 	pr := r.pr
-	pr.printf("[RUNNING] %q", st.name())
+	if r.opts.AllowWasm {
+		// kpt's transcript under --allow-alpha-wasm names every function so
+		pr.printf("[RUNNING] WASM %q", st.name())
+	} else {
+		pr.printf("[RUNNING] %q", st.name())
+	}
 	if showCount {
 		pr.printf(" on %d resource(s)", len(input))
 	}
@@ -387,6 +392,19 @@ func nextImage(steps []*fnStep, i int) string {
 // invoke resolves (images only) and runs the function with stdin in.
 func (r *renderer) invoke(st *fnStep, in io.Reader) (runtime.Result, error) {
 	inv := r.invocation(in)
+	if st.image == "" && r.opts.AllowWasm && strings.HasSuffix(st.argv[0], ".wasm") {
+		// kpt runs an exec function naming a .wasm file as wasm under
+		// --allow-alpha-wasm (its arguments are not passed: kpt's wasm
+		// runtime takes none)
+		if r.opts.WasmRunner == nil {
+			return runtime.Result{}, fmt.Errorf("no wasm runner configured for %s", st.exec)
+		}
+		p, err := filepath.Abs(st.argv[0])
+		if err != nil {
+			return runtime.Result{}, err
+		}
+		return r.opts.WasmRunner.Run(r.ctx, cache.Bundle{Ref: st.exec, Wasm: p}, inv)
+	}
 	if st.image == "" {
 		bin := st.argv[0]
 		if !strings.Contains(bin, "/") {
@@ -412,6 +430,9 @@ func (r *renderer) invoke(st *fnStep, in io.Reader) (runtime.Result, error) {
 	b, err := r.opts.Resolver.Resolve(r.ctx, st.image)
 	if err != nil {
 		return runtime.Result{}, err
+	}
+	if b.Wasm != "" && !r.opts.AllowWasm {
+		return runtime.Result{}, fmt.Errorf("%s: %w", st.image, cache.ErrWasmNotAllowed)
 	}
 	if b.Pulled > 0 {
 		r.pulled += b.Pulled

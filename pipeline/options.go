@@ -50,6 +50,13 @@ type Options struct {
 	AllowExec bool
 	// AllowNetwork gives image functions the host network.
 	AllowNetwork bool
+	// AllowWasm permits wasm functions (kpt's --allow-alpha-wasm): images
+	// the Resolver returns as wasm bundles (Bundle.Wasm) run through Runner
+	// as any image does, and an `exec:` naming a `.wasm` file runs through
+	// WasmRunner. The Resolver must be configured alike (cache.WithWasm).
+	AllowWasm bool
+	// WasmRunner runs `.wasm` exec functions (runtime/wasm); nil refuses them.
+	WasmRunner Runner
 	// AllowImage, when set, is asked about every image before it is resolved;
 	// an error fails the render before anything runs (operator allow-lists).
 	AllowImage func(ref string) error

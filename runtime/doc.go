@@ -9,6 +9,10 @@
 //   - runtime/landlock: no namespaces; the function a child of kptr
 //     confined by Landlock, seccomp and rlimits (Kubernetes RuntimeDefault
 //     pods).
+//   - runtime/wasm: wasm function images (js/wasm, wasip1/wasm) in kptr's
+//     own process under wazero; no kernel isolation needed, so any pod
+//     (auto never picks it: it runs wasm images only, beside the tier that
+//     runs container images).
 //   - runtime/seccomp: the system-call policy and its BPF assembler, which
 //     the tiers load (not a tier).
 //   - runtime/tiers: the registry: importing it registers every tier.

@@ -35,7 +35,7 @@ func tierWith(t *testing.T, name string, opts ...runtime.Option) tier {
 	sb, err := rt.Open(opts...)
 	must(t, err)
 	t.Cleanup(func() { sb.Close() })
-	return tier{name, sb}
+	return tier{name, sb, bundle}
 }
 
 // privateRSS is RssAnon + RssShmem of /proc/<pid>/status, in bytes.
@@ -111,6 +111,9 @@ func listenUnix(t *testing.T) *unixListeners {
 func TestTiersNoHostUnixSocket(t *testing.T) {
 	u := listenUnix(t)
 	forEachTier(t, func(t *testing.T, tr tier) {
+		if isWasm(tr) {
+			t.Skip("a wasm module has no sockets at all: no host function opens one (runtime/wasm TestHostile: connect)")
+		}
 		for _, inv := range []runtime.Invocation{{}, {Network: true}, {AsCurrentUser: true}} {
 			before := u.reached.Load()
 			socks := []string{u.stream, u.dgram, u.abstract}
@@ -153,6 +156,9 @@ func TestTiersNoHostUnixSocket(t *testing.T) {
 func TestTiersMemoryBound(t *testing.T) {
 	const limit = 256 << 20
 	forEachTier(t, func(t *testing.T, tr tier) {
+		if isWasm(tr) {
+			t.Skip("a wasm module's memory is capped in pages by the runtime (runtime/wasm TestHostileModules: memory growth)")
+		}
 		if degraded(tr, "cgroups") {
 			t.Skip("the namespace tier enforces memory through cgroups, not delegated here (kptr doctor: cgroups degraded)")
 		}
@@ -209,6 +215,9 @@ var stopSampling = make(chan struct{})
 func TestTiersDiskBound(t *testing.T) {
 	const tmp = 32 << 20
 	forEachTier(t, func(t *testing.T, tr tier) {
+		if isWasm(tr) {
+			t.Skip("a wasm module's file system is empty and read-only: it cannot write (runtime/wasm TestHostile)")
+		}
 		dir := filepath.Join(testTmp, "state-disk-"+tr.name)
 		tr = tierWith(t, tr.name, runtime.WithStateDir(dir), runtime.WithLimits(runtime.Limits{Memory: 1 << 30, Pids: 64, TmpSize: tmp}))
 		res, err := tr.r.Run(context.Background(), bundle(t, "fill", "4", "8"), runtime.Invocation{})
@@ -268,6 +277,9 @@ func TestTiersKilledKptrLeavesNothing(t *testing.T) {
 		t.Fatalf("the run ended: %v", err)
 	}
 	forEachTier(t, func(t *testing.T, tr tier) {
+		if isWasm(tr) {
+			t.Skip("a wasm run lives in kptr's process and keeps no state on disk: nothing to leave")
+		}
 		dir := filepath.Join(testTmp, "state-killed-"+tr.name)
 		marker := fmt.Sprintf("killed-%s-%d-%d", tr.name, os.Getpid(), time.Now().UnixNano())
 		cmd := exec.Command(os.Args[0], "-test.run", "^TestTiersKilledKptrLeavesNothing$", "-test.v")

@@ -12,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kptr-dev/kptr/cache"
 	"github.com/kptr-dev/kptr/runtime"
+	"github.com/kptr-dev/kptr/runtime/wasm"
+	"github.com/kptr-dev/kptr/test/fnimage"
 )
 
 // The promises every tier keeps, asserted against each registered tier
@@ -23,18 +26,44 @@ import (
 // makes (its own pid, uts and ipc namespaces, a minimal /dev, invocation
 // mounts) are in that tier's package.
 
-// tier is one registered tier, opened.
+// tier is one registered tier, opened, with the hostile fixture as that
+// tier runs functions: test/fixtures/hostile in the test image, or for the
+// wasm tier test/fixtures/wasm-hostile compiled GOOS=js GOARCH=wasm (the
+// same modes and facts where wasm has the thing at all).
 type tier struct {
-	name string
-	r    runtime.Sandbox
+	name   string
+	r      runtime.Sandbox
+	bundle func(t testing.TB, cmd ...string) cache.Bundle
 }
 
 func forEachTier(t *testing.T, f func(t *testing.T, tr tier)) {
 	for _, rt := range runtime.Tiers() {
 		name := rt.Info().Name
-		t.Run(name, func(t *testing.T) { f(t, tier{name, open(t, rt)}) })
+		t.Run(name, func(t *testing.T) {
+			b := bundle
+			if name == wasm.Name {
+				b = wasmBundle
+			}
+			f(t, tier{name, open(t, rt), b})
+		})
 	}
 }
+
+// wasmBundle is the hostile fixture as a wasm image: the module, the image
+// config of the test image's bundle.
+func wasmBundle(t testing.TB, cmd ...string) cache.Bundle {
+	b := bundle(t, cmd...)
+	b.Rootfs, b.Wasm = "", fnimage.WasmModule(t, "wasm-hostile", "js")
+	return b
+}
+
+// The wasm tier's exceptions: a module is not a process. It has no
+// capabilities, no_new_privs or seccomp filter to report (it makes no
+// system calls; the host functions are the whole of what it can ask for),
+// no namespace calls and no children; its file system is empty and
+// read-only, so there is no writable scratch space; it has no sockets, so
+// Invocation.Network gives it none either.
+func isWasm(tr tier) bool { return tr.name == wasm.Name }
 
 // degraded says whether the tier's probe named probe reported a weaker
 // promise here (the landlock tier's ll-scope before Landlock ABI 6).
@@ -59,7 +88,7 @@ func writableImage(tr tier) bool {
 // runTier runs the hostile fixture with args on tr and returns its facts.
 func runTier(t *testing.T, tr tier, inv runtime.Invocation, args ...string) (runtime.Result, map[string]string) {
 	t.Helper()
-	res, err := tr.r.Run(context.Background(), bundle(t, args...), inv)
+	res, err := tr.r.Run(context.Background(), tr.bundle(t, args...), inv)
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("%s: run %v: %v exit %d (stderr %q)", tr.name, args, err, res.ExitCode, res.Stderr)
 	}
@@ -123,6 +152,12 @@ func TestTiersNoWritesOutsideTheRun(t *testing.T) {
 		}
 		_, f = runTier(t, tr, runtime.Invocation{}, "token", "mine")
 		for k, v := range f {
+			if isWasm(tr) {
+				if strings.HasSuffix(k, "/token") && strings.HasPrefix(v, "mine") {
+					t.Errorf("wasm: a file was created at %s", k)
+				}
+				continue
+			}
 			if strings.HasSuffix(k, "/token") && v != "mine <nil>" {
 				t.Errorf("scratch space %s: %q", k, v)
 			}
@@ -154,6 +189,12 @@ func TestTiersNoTCP(t *testing.T) {
 			t.Errorf("host listener reached: %q", f["connect"])
 		}
 		_, f = runTier(t, tr, runtime.Invocation{Network: true}, "connect", l.Addr().String())
+		if isWasm(tr) {
+			if f["connect"] == "ok" {
+				t.Errorf("wasm: host listener reached with Network: %q", f["connect"])
+			}
+			return
+		}
 		if f["connect"] != "ok" {
 			t.Errorf("with Network the host listener must be reachable: %q", f["connect"])
 		}
@@ -173,6 +214,12 @@ func TestTiersNoPtraceSignalsNamespaces(t *testing.T) {
 			t.Errorf("signal to kptr (pid %s) delivered", pid)
 		}
 		_, f = runTier(t, tr, runtime.Invocation{}, "unshare")
+		if isWasm(tr) {
+			if f["unshare"] != "no such call in wasm" {
+				t.Errorf("wasm unshare: %q", f["unshare"])
+			}
+			return
+		}
 		if !strings.Contains(f["unshare"], "operation not permitted") {
 			t.Errorf("a new user namespace: %q", f["unshare"])
 		}
@@ -184,6 +231,12 @@ func TestTiersNoPtraceSignalsNamespaces(t *testing.T) {
 func TestTiersNoPrivilege(t *testing.T) {
 	forEachTier(t, func(t *testing.T, tr tier) {
 		_, f := runTier(t, tr, runtime.Invocation{AsCurrentUser: true}, "id")
+		if isWasm(tr) {
+			if f["uid"] == "" || f["uid"] == "0" {
+				t.Errorf("wasm: uid %q", f["uid"])
+			}
+			return
+		}
 		if f["CapEff"] != "0000000000000000" || f["CapPrm"] != "0000000000000000" || f["nnp"] != "1" {
 			t.Errorf("privileges: %v", f)
 		}
@@ -222,7 +275,7 @@ func TestTiersEveryProcessEnds(t *testing.T) {
 	forEachTier(t, func(t *testing.T, tr tier) {
 		marker := fmt.Sprintf("kptr-tier-%s-%d-%d", tr.name, os.Getpid(), time.Now().UnixNano())
 		start := time.Now()
-		res, err := tr.r.Run(context.Background(), bundle(t, "forksleep", marker), runtime.Invocation{Timeout: time.Second})
+		res, err := tr.r.Run(context.Background(), tr.bundle(t, "forksleep", marker), runtime.Invocation{Timeout: time.Second})
 		if !errors.Is(err, runtime.ErrTimeout) || !strings.Contains(err.Error(), "example.test/hostile:v1") {
 			t.Fatalf("want a timeout naming the image, got %v (exit %d)", err, res.ExitCode)
 		}
@@ -235,7 +288,7 @@ func TestTiersEveryProcessEnds(t *testing.T) {
 		if left := processesWith(marker); len(left) > 0 {
 			t.Fatalf("processes left after the timeout: %v", left)
 		}
-		res, err = tr.r.Run(context.Background(), bundle(t, "bgexit", marker), runtime.Invocation{})
+		res, err = tr.r.Run(context.Background(), tr.bundle(t, "bgexit", marker), runtime.Invocation{})
 		if err != nil || res.ExitCode != 0 || !strings.Contains(string(res.Stdout), "child: ") {
 			t.Fatalf("bgexit: %v exit %d %q %q", err, res.ExitCode, res.Stdout, res.Stderr)
 		}
@@ -249,30 +302,30 @@ func TestTiersEveryProcessEnds(t *testing.T) {
 // cancellation: the same results in both tiers.
 func TestTiersLimitsAndResults(t *testing.T) {
 	forEachTier(t, func(t *testing.T, tr tier) {
-		res, err := tr.r.Run(context.Background(), bundle(t, "flood", strconv.Itoa(64<<20)), runtime.Invocation{MaxOutput: 1 << 20})
+		res, err := tr.r.Run(context.Background(), tr.bundle(t, "flood", strconv.Itoa(64<<20)), runtime.Invocation{MaxOutput: 1 << 20})
 		if !errors.Is(err, runtime.ErrOutputLimit) || !strings.Contains(err.Error(), "stdout") || len(res.Stdout) != 1<<20 {
 			t.Fatalf("flood: %v, %d bytes kept", err, len(res.Stdout))
 		}
 		big := strings.NewReader(strings.Repeat("x", 32<<20))
-		res, err = tr.r.Run(context.Background(), bundle(t, "noread"), runtime.Invocation{Stdin: big, Timeout: 20 * time.Second})
+		res, err = tr.r.Run(context.Background(), tr.bundle(t, "noread"), runtime.Invocation{Stdin: big, Timeout: 20 * time.Second})
 		if err != nil || res.ExitCode != 0 {
 			t.Fatalf("noread: %v exit %d", err, res.ExitCode)
 		}
-		res, err = tr.r.Run(context.Background(), bundle(t, "exit", "3"), runtime.Invocation{})
+		res, err = tr.r.Run(context.Background(), tr.bundle(t, "exit", "3"), runtime.Invocation{})
 		if err != nil || res.ExitCode != 3 || !strings.Contains(string(res.Stderr), "failing on purpose") {
 			t.Fatalf("exit 3: %v exit %d %q", err, res.ExitCode, res.Stderr)
 		}
-		res, err = tr.r.Run(context.Background(), bundle(t, "garbage"), runtime.Invocation{})
+		res, err = tr.r.Run(context.Background(), tr.bundle(t, "garbage"), runtime.Invocation{})
 		if err != nil || len(res.Stdout) != 4096 || len(res.Stderr) != 4096 {
 			t.Fatalf("garbage: %v %d/%d", err, len(res.Stdout), len(res.Stderr))
 		}
-		res, err = tr.r.Run(context.Background(), bundle(t, "cat"), runtime.Invocation{Stdin: strings.NewReader("kind: ResourceList\n")})
+		res, err = tr.r.Run(context.Background(), tr.bundle(t, "cat"), runtime.Invocation{Stdin: strings.NewReader("kind: ResourceList\n")})
 		if err != nil || string(res.Stdout) != "kind: ResourceList\n" {
 			t.Fatalf("cat: %v %q", err, res.Stdout)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		go func() { time.Sleep(300 * time.Millisecond); cancel() }()
-		if _, err = tr.r.Run(ctx, bundle(t, "sleep-ignore", "x"), runtime.Invocation{Stdin: blockingReader{}}); !errors.Is(err, context.Canceled) {
+		if _, err = tr.r.Run(ctx, tr.bundle(t, "sleep-ignore", "x"), runtime.Invocation{Stdin: blockingReader{}}); !errors.Is(err, context.Canceled) {
 			t.Fatalf("cancel: %v", err)
 		}
 	})

@@ -66,6 +66,7 @@ func (g *globals) openCacheWith(lvl slog.Level, extra ...cache.Option) (*cache.C
 		cache.WithImagePrefix(g.prefix()),
 		cache.WithLogger(log),
 		cache.WithSignaturePolicy(g.sigPolicy),
+		cache.WithWasm(g.allowWasm),
 	}
 	switch {
 	case g.progress == "none":

@@ -144,7 +144,7 @@ func (g *globals) doctorSandbox() error {
 		return nil
 	}
 	fmt.Fprintf(w, "sandbox: UNAVAILABLE (%s)\n", strings.Join(why, "; "))
-	fmt.Fprintln(w, "kptr refuses to run function images here unless --sandbox=none (KPTR_SANDBOX=none) is set.")
+	fmt.Fprintln(w, "kptr refuses to run function images here unless --sandbox=none (KPTR_SANDBOX=none) is set; wasm function images still run (--allow-alpha-wasm).")
 	return withCode(exitEnv, errReportedf("sandbox unavailable"))
 }
 

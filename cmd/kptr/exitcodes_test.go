@@ -147,7 +147,7 @@ func exitCases(f exitFixtures) []exitCase {
 		{"input", []string{"fn", "sink", f.existing}, nil, 2, 1, "already exists"},
 
 		{"usage", []string{"generate", "--bogus"}, nil, 2, 1, "kptr generate: unknown flag: --bogus"},
-		{"usage", []string{"generate", f.ok}, map[string]string{"KPTR_SANDBOX": "sometimes"}, 2, -1, "KPTR_SANDBOX (--sandbox): want auto, namespace, landlock or none"},
+		{"usage", []string{"generate", f.ok}, map[string]string{"KPTR_SANDBOX": "sometimes"}, 2, -1, "KPTR_SANDBOX (--sandbox): want auto, namespace, landlock, wasm or none"},
 		{"input", []string{"generate", f.noKptfile}, nil, 2, -1, "kptr generate: no Kptfile in the application path"},
 		{"input", []string{"generate", f.badYAML}, exec, 2, -1, "bad.yaml: MalformedYAMLError"},
 		{"input", []string{"generate", f.noTag}, map[string]string{"KPTR_ALLOWED_IMAGES": f.tagRepo}, 2, -1, "nearest: v0.2.1, v0.2.3, v0.3.0"},

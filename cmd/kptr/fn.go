@@ -16,6 +16,7 @@ import (
 	"github.com/kptr-dev/kptr/pipeline"
 	kptv1 "github.com/kptr-dev/kptr/pipeline/kptfile/v1"
 	"github.com/kptr-dev/kptr/runtime"
+	"github.com/kptr-dev/kptr/runtime/wasm"
 )
 
 // lazyEnv opens the cache and the sandbox only when a function image is
@@ -46,7 +47,7 @@ func (l *lazyEnv) init() error {
 			return
 		}
 		l.c, l.sb.g = c, l.g
-		if !l.memo {
+		if !l.memo && !l.g.allowWasm {
 			// opened now, as it always was: a sandbox that cannot run
 			// fails the first image function before its pull (quietly:
 			// init may run ahead of any function's turn, see initTurn)
@@ -54,6 +55,13 @@ func (l *lazyEnv) init() error {
 				l.err = err
 				return
 			}
+			l.r = &l.sb
+			return
+		}
+		if !l.memo {
+			// with wasm allowed the sandbox opens at the first container
+			// image's run: a wasm-only pipeline needs none (a pod where
+			// no sandbox tier works still runs wasm functions)
 			l.r = &l.sb
 			return
 		}
@@ -69,7 +77,7 @@ func (l *lazyEnv) initTurn() error {
 	if err := l.init(); err != nil {
 		return err
 	}
-	if !l.memo {
+	if !l.memo && !l.g.allowWasm {
 		_, _ = l.sb.open() // opened by init: this only prints the notice, once
 	}
 	return nil
@@ -105,6 +113,10 @@ func (s *lazySandbox) openQuiet() (runtime.Runner, error) {
 }
 
 func (s *lazySandbox) Run(ctx context.Context, b cache.Bundle, inv runtime.Invocation) (runtime.Result, error) {
+	if b.Wasm != "" {
+		// wasm functions run in kptr's process, whatever the sandbox tier
+		return s.g.wasmRunner().Run(ctx, b, inv)
+	}
 	r, err := s.open()
 	if err != nil {
 		return runtime.Result{}, err
@@ -115,7 +127,7 @@ func (s *lazySandbox) Run(ctx context.Context, b cache.Bundle, inv runtime.Invoc
 // Prepare forwards to the sandbox. KPTR_PREPARE=0 turns preparing off
 // (every sandbox starts cold).
 func (s *lazySandbox) Prepare(ctx context.Context, b cache.Bundle, inv runtime.Invocation) {
-	if s.g.getenv("KPTR_PREPARE") == "0" {
+	if s.g.getenv("KPTR_PREPARE") == "0" || b.Wasm != "" {
 		return
 	}
 	if r, err := s.openQuiet(); err == nil {
@@ -264,10 +276,11 @@ func (g *globals) baseOptions(ctx context.Context) (pipeline.Options, *lazyEnv) 
 	env := &lazyEnv{ctx: ctx, g: g, memo: g.memoOn(false)}
 	// KPTR_FN_MAX_OUTPUT caps a function's stdout and stderr (bytes).
 	maxOut, _ := strconv.ParseInt(g.getenv("KPTR_FN_MAX_OUTPUT"), 10, 64)
-	return pipeline.Options{
+	opts := pipeline.Options{
 		Resolver:    env,
 		Runner:      env,
 		ExecRunner:  runtime.Host{Timeout: g.fnTimeout, MaxOutput: maxOut},
+		AllowWasm:   g.allowWasm,
 		MaxOutput:   maxOut,
 		Limits:      g.outputLimits(),
 		PkgLimits:   g.packageLimits(),
@@ -277,7 +290,51 @@ func (g *globals) baseOptions(ctx context.Context) (pipeline.Options, *lazyEnv) 
 		Stdout:      g.stdout,
 		// as kpt, kpt's transcript line for line (no pull-time line)
 		KptTranscript: g.kpt,
-	}, env
+	}
+	if g.allowWasm {
+		opts.WasmRunner = g.wasmRunner()
+	}
+	return opts, env
+}
+
+// wasmRunner is the wasm tier (runtime/wasm), opened once, beside the tier
+// that runs container images: it compiles modules into the cache
+// directory's wasm/ (entries keyed by module and wazero version). A tier
+// that cannot open is each wasm run's error.
+func (g *globals) wasmRunner() runtime.Runner {
+	g.wasmOnce.Do(func() {
+		maxOut, _ := strconv.ParseInt(g.getenv("KPTR_FN_MAX_OUTPUT"), 10, 64)
+		opts := []runtime.Option{runtime.WithTimeout(g.fnTimeout), runtime.WithLogger(g.logger())}
+		if maxOut > 0 {
+			opts = append(opts, runtime.WithMaxOutput(maxOut))
+		}
+		if g.cacheDir != "" {
+			opts = append(opts, wasm.WithCompileCache(filepath.Join(g.cacheDir, "wasm")))
+		}
+		t, ok := runtime.Lookup(wasm.Name)
+		if !ok {
+			g.wasmErr = errors.New("the wasm tier is not registered")
+			return
+		}
+		sb, err := t.Open(opts...)
+		if err != nil {
+			g.wasmErr = refusal(err, "")
+			return
+		}
+		g.onExit(sb.Close)
+		g.wasm = sb
+	})
+	if g.wasmErr != nil {
+		return failingRunner{g.wasmErr}
+	}
+	return g.wasm
+}
+
+// failingRunner fails every run with err.
+type failingRunner struct{ err error }
+
+func (f failingRunner) Run(context.Context, cache.Bundle, runtime.Invocation) (runtime.Result, error) {
+	return runtime.Result{}, f.err
 }
 
 // fnScopes are the shared settings of the commands that run functions.
@@ -332,9 +389,7 @@ registry or the cache (kpt reports these as the function's exit code 125);
   # results for CI
   kptr fn render my-package --results-dir results`,
 	}, fnScopes, func(ctx context.Context, c *cobra.Command, args []string) error {
-		if allowWasm {
-			return usageError("--allow-alpha-wasm is not supported by kptr")
-		}
+		g.allowWasm = allowWasm
 		if len(args) > 1 {
 			return usageError("expected at most one package path, got %d", len(args))
 		}
@@ -364,7 +419,7 @@ registry or the cache (kpt reports these as the function's exit code 125);
 	fs.StringVarP(&output, "output", "o", "", "stdout (ResourceList), unwrap (plain YAML) or a directory that must not exist; default: in place")
 	fs.StringVar(&resultsDir, "results-dir", "", "write results.yaml (a FunctionResultList) into this directory")
 	fs.BoolVar(&truncate, "truncate-output", true, "accepted for kpt compatibility (kptr never truncates)")
-	fs.BoolVar(&allowWasm, "allow-alpha-wasm", false, "not supported by kptr")
+	fs.BoolVar(&allowWasm, "allow-alpha-wasm", envBool(g.getenv("KPTR_ALLOW_WASM")), "run wasm function images (js/wasm, wasip1/wasm) in-process, beside container images (KPTR_ALLOW_WASM)")
 	return c
 }
 
@@ -396,9 +451,7 @@ function could not run because of the sandbox, a registry or the cache.`,
   # in a pipe
   kptr fn source my-package | kptr fn eval - -i set-namespace:v0.4.1 -- namespace=prod`,
 	}, fnScopes, func(ctx context.Context, c *cobra.Command, args []string) error {
-		if allowWasm {
-			return usageError("--allow-alpha-wasm is not supported by kptr")
-		}
+		g.allowWasm = allowWasm
 		if err := pipeline.CheckSave(save, fnType); err != nil {
 			return g.evalUsage(usageError("%v", err))
 		}
@@ -528,7 +581,7 @@ function could not run because of the sandbox, a registry or the cache.`,
 	fs.BoolVarP(&save, "save", "s", false, "add the function and its arguments to the Kptfile's pipeline after a successful run (needs --type)")
 	fs.StringVarP(&fnType, "type", "t", "", "mutator or validator: the Kptfile pipeline list --save adds the function to")
 	fs.StringVar(&fn.Tag, "tag", "", "replace the --image tag: a semver constraint picks the highest matching tag, anything else is used literally")
-	fs.BoolVar(&allowWasm, "allow-alpha-wasm", false, "not supported by kptr")
+	fs.BoolVar(&allowWasm, "allow-alpha-wasm", envBool(g.getenv("KPTR_ALLOW_WASM")), "run wasm function images (js/wasm, wasip1/wasm) in-process, beside container images (KPTR_ALLOW_WASM)")
 	return c
 }
 

@@ -32,6 +32,13 @@ type globals struct {
 	// line, help, error format and exit codes.
 	kpt bool
 
+	// allowWasm is --allow-alpha-wasm of the running fn command: the cache
+	// resolves wasm images and they run in-process (wasmRunner).
+	allowWasm bool
+	wasmOnce  sync.Once
+	wasm      runtime.Sandbox
+	wasmErr   error
+
 	cacheDir    string
 	mirrors     []string
 	insecure    []string
@@ -127,7 +134,7 @@ func (g *globals) settings() []settingGroup {
 		}},
 		{scopeRun, func(fs *pflag.FlagSet) {
 			fs.DurationVar(&g.fnTimeout, "fn-timeout", envDuration(env("KPTR_FN_TIMEOUT"), 5*time.Minute), "time limit of one function run (KPTR_FN_TIMEOUT)")
-			fs.StringVar(&g.sandbox, "sandbox", envOr(env("KPTR_SANDBOX"), "auto"), "auto (the namespace tier, else the landlock tier, else refuse), namespace, landlock, or none (run functions unsandboxed) (KPTR_SANDBOX)")
+			fs.StringVar(&g.sandbox, "sandbox", envOr(env("KPTR_SANDBOX"), "auto"), "auto (the namespace tier, else the landlock tier, else refuse), namespace, landlock, wasm (wasm function images only), or none (run functions unsandboxed) (KPTR_SANDBOX)")
 			fs.StringVar(&g.memo, "memo", strings.TrimSpace(env("KPTR_MEMO")), "on or off: replay the recorded result of an identical earlier run of a function image (by digest, no network, no mounts) instead of running it; default on for generate, off for fn render and fn eval (KPTR_MEMO)")
 		}},
 		{scopeLog, func(fs *pflag.FlagSet) {

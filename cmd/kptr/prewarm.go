@@ -15,6 +15,7 @@ import (
 
 	"github.com/kptr-dev/kptr/cache"
 	"github.com/kptr-dev/kptr/pipeline"
+	"github.com/kptr-dev/kptr/runtime/wasm"
 )
 
 // `kptr prewarm` fills the image cache ahead of time, so that the first
@@ -25,6 +26,7 @@ func (g *globals) prewarmCmd() *cobra.Command {
 	var images []string
 	var imagesFile, export string
 	var jobs int
+	var allowWasm bool
 	c := g.command(&cobra.Command{
 		Use:   "prewarm [DIR...] [--image REF...] [--images-file FILE] [--export DIR|FILE.tar|-]",
 		Short: "Pull every function image the Kptfiles under DIRs name into the cache (and optionally export them)",
@@ -53,6 +55,8 @@ or a tar stream for kptr cache import on an air-gapped machine.`,
 			images = append(images, listed...)
 		}
 
+		// wasm images resolve as fn render --allow-alpha-wasm resolves them
+		g.allowWasm = allowWasm
 		// Plain progress lines at info level: for prewarm the progress is the output.
 		c, err := g.openCacheWith(slog.LevelInfo)
 		if err != nil {
@@ -80,6 +84,20 @@ or a tar stream for kptr cache import on an air-gapped machine.`,
 		if err != nil {
 			return err
 		}
+		// wasm modules are compiled into the cache directory's wasm/ now,
+		// so that no render pays for their compilation
+		for i, b := range bundles {
+			if b.Wasm == "" {
+				continue
+			}
+			if cp, ok := g.wasmRunner().(interface {
+				Compile(context.Context, cache.Bundle) (wasm.ABI, error)
+			}); ok {
+				if _, err := cp.Compile(ctx, b); err != nil {
+					return fmt.Errorf("%s: %w", refs[i], err)
+				}
+			}
+		}
 		if export != "" {
 			asTar := export == "-" || strings.HasSuffix(export, ".tar")
 			if err := c.Export(ctx, refs, export, asTar, g.stdout); err != nil {
@@ -97,6 +115,7 @@ or a tar stream for kptr cache import on an air-gapped machine.`,
 	fs.StringVar(&imagesFile, "images-file", "", "also pull the images listed in FILE, one per line ('#' comments)")
 	fs.StringVar(&export, "export", "", "then write the images as an OCI layout directory, a tarball (*.tar) or a tar stream on stdout (-), for kptr cache import on another machine")
 	fs.IntVar(&jobs, "jobs", 4, "images pulled in parallel")
+	fs.BoolVar(&allowWasm, "allow-alpha-wasm", envBool(g.getenv("KPTR_ALLOW_WASM")), "pull wasm function images as fn render --allow-alpha-wasm runs them: an index's js/wasm or wasip1/wasm entry (KPTR_ALLOW_WASM)")
 	return c
 }
 

@@ -45,8 +45,8 @@ func TestBadGlobalSettingsAreUsageErrorsBeforeAnyFunction(t *testing.T) {
 	}{
 		{"pull policy flag", []string{"--image-pull-policy", "Sometimes"}, nil, "--image-pull-policy: unknown image pull policy \"Sometimes\""},
 		{"pull policy variable", nil, map[string]string{"KPTR_IMAGE_PULL_POLICY": "Sometimes"}, "KPTR_IMAGE_PULL_POLICY (--image-pull-policy)"},
-		{"sandbox flag", []string{"--sandbox", "maybe"}, nil, "--sandbox: want auto, namespace, landlock or none, got \"maybe\""},
-		{"sandbox variable", nil, map[string]string{"KPTR_SANDBOX": "off"}, "KPTR_SANDBOX (--sandbox): want auto, namespace, landlock or none"},
+		{"sandbox flag", []string{"--sandbox", "maybe"}, nil, "--sandbox: want auto, namespace, landlock, wasm or none, got \"maybe\""},
+		{"sandbox variable", nil, map[string]string{"KPTR_SANDBOX": "off"}, "KPTR_SANDBOX (--sandbox): want auto, namespace, landlock, wasm or none"},
 		{"progress", []string{"--progress", "fancy"}, nil, "--progress: want auto, plain or none"},
 		{"memo flag", []string{"--memo", "yes"}, nil, "--memo: want on or off, got \"yes\""},
 		{"memo variable", nil, map[string]string{"KPTR_MEMO": "maybe"}, "KPTR_MEMO (--memo): want on or off"},

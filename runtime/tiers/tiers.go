@@ -11,4 +11,7 @@ import (
 	_ "github.com/kptr-dev/kptr/runtime/namespace"
 	// The landlock tier: Landlock, seccomp and rlimits (auto: second).
 	_ "github.com/kptr-dev/kptr/runtime/landlock"
+	// The wasm tier: wasm modules in kptr's process (auto: never; opened
+	// for wasm images beside the tier that runs container images).
+	_ "github.com/kptr-dev/kptr/runtime/wasm"
 )

@@ -30,6 +30,7 @@ type caseConfig struct {
 	ActualStripLines      []string          `yaml:"actualStripLines"`
 	AllowExec             bool              `yaml:"allowExec"`
 	AllowNetwork          bool              `yaml:"allowNetwork"`
+	AllowWasm             bool              `yaml:"allowWasm"`
 	ImagePullPolicy       string            `yaml:"imagePullPolicy"`
 	DisableOutputTruncate bool              `yaml:"disableOutputTruncate"`
 	RunTimes              int               `yaml:"runCount"`
@@ -230,6 +231,9 @@ func (r *runner) args(tc testCase, pkg, resultsDir, outDir string) []string {
 	}
 	if c.ImagePullPolicy != "" {
 		args = append(args, "--image-pull-policy", c.ImagePullPolicy)
+	}
+	if c.AllowWasm {
+		args = append(args, "--allow-alpha-wasm")
 	}
 	if tc.cmd == "render" {
 		if c.AllowExec {

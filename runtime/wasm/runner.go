@@ -1,0 +1,658 @@
+package wasm
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tetratelabs/wazero/sys"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/runtime"
+)
+
+// Defaults of a Runner.
+const (
+	// DefaultMemoryLimit is the largest linear memory of a module, in bytes
+	// (16384 pages of 64 KiB).
+	DefaultMemoryLimit = 1 << 30
+	// MaxModuleBytes is the largest module file a Runner reads.
+	MaxModuleBytes = 256 << 20
+	pageSize       = 65536
+)
+
+// ABI is the host interface a module expects.
+type ABI string
+
+const (
+	ABIJS     ABI = "js"     // Go's GOOS=js GOARCH=wasm (wasm_exec.js)
+	ABIWASIP1 ABI = "wasip1" // wasi_snapshot_preview1
+)
+
+// Runner runs wasm bundles (cache.Bundle with Wasm set). It implements
+// runtime.Runner; the zero value is not usable, use New.
+type Runner struct {
+	timeout     time.Duration
+	maxOutput   int64
+	memoryLimit int64
+	cacheDir    string
+	*engine
+}
+
+// engine is what Runners made from one another (with) share: the wazero
+// runtime and the compiled modules.
+type engine struct {
+	once    sync.Once
+	rt      wazero.Runtime
+	initErr error
+
+	mu       sync.Mutex
+	compiled map[string]*compiledModule
+	sf       singleflight.Group
+}
+
+// with is a Runner with other options sharing r's compiled modules (the
+// compilation cache directory is r's).
+func (r *Runner) with(opts ...Option) *Runner {
+	c := *r
+	for _, o := range opts {
+		o(&c)
+	}
+	c.cacheDir = r.cacheDir
+	return &c
+}
+
+type compiledModule struct {
+	mod wazero.CompiledModule
+	abi ABI
+}
+
+// Option configures a Runner.
+type Option func(*Runner)
+
+// WithTimeout is the default timeout of a run (Invocation.Timeout wins).
+func WithTimeout(d time.Duration) Option { return func(r *Runner) { r.timeout = d } }
+
+// WithMaxOutput is the default cap of stdout and stderr each (Invocation.MaxOutput wins).
+func WithMaxOutput(n int64) Option { return func(r *Runner) { r.maxOutput = n } }
+
+// WithMemoryLimit caps a module's linear memory, in bytes (rounded down to
+// whole 64 KiB pages); its js host values get the same budget.
+func WithMemoryLimit(n int64) Option { return func(r *Runner) { r.memoryLimit = n } }
+
+// WithCacheDir keeps compiled modules in dir (created if missing), so a
+// module is compiled once per machine and wazero version.
+func WithCacheDir(dir string) Option { return func(r *Runner) { r.cacheDir = dir } }
+
+// New returns a Runner. Nothing is compiled until the first run.
+func New(opts ...Option) *Runner {
+	r := &Runner{timeout: runtime.DefaultTimeout, maxOutput: runtime.DefaultMaxOutput,
+		memoryLimit: DefaultMemoryLimit, engine: &engine{compiled: map[string]*compiledModule{}}}
+	for _, o := range opts {
+		o(r)
+	}
+	if r.memoryLimit < pageSize {
+		r.memoryLimit = pageSize
+	}
+	return r
+}
+
+// init creates the wazero runtime: the compiler where wazero has one (else
+// its interpreter), closing modules when their context ends, with the
+// compilation cache on disk when a directory is set.
+func (r *Runner) init() error {
+	r.once.Do(func() {
+		ctx := context.Background()
+		cfg := wazero.NewRuntimeConfig().WithCloseOnContextDone(true)
+		if r.cacheDir != "" {
+			if err := os.MkdirAll(r.cacheDir, 0o700); err != nil {
+				r.initErr = fmt.Errorf("wasm compilation cache: %w", err)
+				return
+			}
+			cc, err := wazero.NewCompilationCacheWithDir(r.cacheDir)
+			if err != nil {
+				r.initErr = fmt.Errorf("wasm compilation cache: %w", err)
+				return
+			}
+			cfg = cfg.WithCompilationCache(cc)
+		}
+		r.rt = wazero.NewRuntimeWithConfig(ctx, cfg)
+		if err := instantiateJSHost(ctx, r.rt); err != nil {
+			r.initErr = err
+			return
+		}
+		if _, err := wasi_snapshot_preview1.Instantiate(ctx, r.rt); err != nil {
+			r.initErr = err
+		}
+	})
+	return r.initErr
+}
+
+// Close releases the compiled modules and the runtime.
+func (r *Runner) Close() error {
+	if r.rt != nil {
+		return r.rt.Close(context.Background())
+	}
+	return nil
+}
+
+// Run implements runtime.Runner: the module b.Wasm names (beneath b.Rootfs,
+// or a host path for an exec function without a rootfs) runs with
+// inv.Stdin as its input.
+func (r *Runner) Run(ctx context.Context, b cache.Bundle, inv runtime.Invocation) (runtime.Result, error) {
+	start := time.Now()
+	res, err := r.run(ctx, b, inv)
+	res.Duration = time.Since(start)
+	if err != nil {
+		name := b.Ref
+		if name == "" {
+			name = b.Wasm
+		}
+		return res, &runtime.RunError{Image: name, Err: err}
+	}
+	return res, nil
+}
+
+// Compile compiles b's module ahead of its run (pre-warming).
+func (r *Runner) Compile(ctx context.Context, b cache.Bundle) (ABI, error) {
+	cm, err := r.compile(ctx, b)
+	if err != nil {
+		return "", err
+	}
+	return cm.abi, nil
+}
+
+func (r *Runner) compile(ctx context.Context, b cache.Bundle) (*compiledModule, error) {
+	if b.Wasm == "" {
+		return nil, errors.New("not a wasm function")
+	}
+	if err := r.init(); err != nil {
+		return nil, err
+	}
+	code, err := readModule(b)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(code)
+	key := hex.EncodeToString(sum[:])
+	r.mu.Lock()
+	cm := r.compiled[key]
+	r.mu.Unlock()
+	if cm != nil {
+		return cm, nil
+	}
+	v, err, _ := r.sf.Do(key, func() (any, error) {
+		mod, err := r.rt.CompileModule(ctx, code)
+		if err != nil {
+			return nil, fmt.Errorf("compiling module: %s", firstLine(err.Error()))
+		}
+		abi, err := checkImports(mod)
+		if err != nil {
+			_ = mod.Close(ctx)
+			return nil, err
+		}
+		cm := &compiledModule{mod: mod, abi: abi}
+		r.mu.Lock()
+		r.compiled[key] = cm
+		r.mu.Unlock()
+		return cm, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*compiledModule), nil
+}
+
+// readModule reads the module file, bounded, beneath the rootfs through
+// os.Root (an image's files are untrusted) or at its host path.
+func readModule(b cache.Bundle) ([]byte, error) {
+	var f *os.File
+	var err error
+	if b.Rootfs != "" {
+		root, rerr := os.OpenRoot(b.Rootfs)
+		if rerr != nil {
+			return nil, rerr
+		}
+		defer root.Close()
+		f, err = root.Open(strings.TrimPrefix(filepath.Clean("/"+b.Wasm), "/"))
+	} else {
+		f, err = os.Open(b.Wasm)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading module: %w", err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("module %s is not a regular file", b.Wasm)
+	}
+	code, err := io.ReadAll(io.LimitReader(f, MaxModuleBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading module: %w", err)
+	}
+	if len(code) > MaxModuleBytes {
+		return nil, fmt.Errorf("module %s is larger than %d MiB", b.Wasm, MaxModuleBytes>>20)
+	}
+	return code, nil
+}
+
+// checkImports decides the module's ABI from its imports and refuses any
+// import kptr does not provide, before anything runs.
+func checkImports(m wazero.CompiledModule) (ABI, error) {
+	var abi ABI
+	for _, d := range m.ImportedMemories() {
+		mod, name, _ := d.Import()
+		return "", fmt.Errorf("module imports memory %s.%s, which kptr does not provide", mod, name)
+	}
+	for _, fn := range m.ImportedFunctions() {
+		mod, name, _ := fn.Import()
+		var this ABI
+		switch {
+		case mod == "gojs" || mod == "go":
+			if _, ok := jsImports[name]; !ok && name != "debug" {
+				return "", fmt.Errorf("module imports %s.%s, which kptr does not provide", mod, name)
+			}
+			this = ABIJS
+		case mod == wasi_snapshot_preview1.ModuleName:
+			this = ABIWASIP1
+		default:
+			return "", fmt.Errorf("module imports %s.%s, which kptr does not provide", mod, name)
+		}
+		if abi != "" && abi != this {
+			return "", errors.New("module imports both the js and the wasip1 interfaces")
+		}
+		abi = this
+	}
+	if abi == "" {
+		if _, ok := m.ExportedFunctions()["_start"]; ok {
+			return ABIWASIP1, nil
+		}
+		return "", errors.New("module has neither Go's js imports nor a wasip1 _start")
+	}
+	return abi, nil
+}
+
+func (r *Runner) run(ctx context.Context, b cache.Bundle, inv runtime.Invocation) (runtime.Result, error) {
+	cm, err := r.compile(ctx, b)
+	if err != nil {
+		return runtime.Result{}, err
+	}
+	timeout := firstPositive(inv.Timeout, r.timeout, runtime.DefaultTimeout)
+	maxOut := firstPositive(inv.MaxOutput, r.maxOutput, runtime.DefaultMaxOutput)
+	limitPages := uint32(r.memoryLimit / pageSize)
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	runCtx, cancelTimeout := context.WithTimeoutCause(runCtx, timeout, fmt.Errorf("%w after %s", runtime.ErrTimeout, timeout))
+	defer cancelTimeout()
+	alloc := &allocator{limit: uint64(limitPages) * pageSize}
+	runCtx = context.WithValue(experimental.WithMemoryAllocator(runCtx, alloc), allocatorKey{}, alloc)
+	stdout := &cappedBuffer{name: "stdout", max: maxOut, overflow: cancel}
+	stderr := &cappedBuffer{name: "stderr", max: maxOut, overflow: cancel}
+	// The input is read whole before the module starts, bounded by the
+	// memory a module may have and by the run's context: a module blocked
+	// in a host call reading stdin could not be closed by its context.
+	input, err := readInput(runCtx, inv.Stdin, int64(limitPages)*pageSize)
+	if err != nil {
+		if runCtx.Err() != nil && ctx.Err() == nil {
+			return runtime.Result{}, context.Cause(runCtx)
+		}
+		return runtime.Result{}, err
+	}
+	stdin := bytes.NewReader(input)
+
+	// As for a container: the image's Cmd are the arguments, its Env and
+	// then the invocation's the environment (kpt's images have neither).
+	args := append([]string{"function"}, b.Config.Cmd...)
+	env := mergeEnv(b.Config.Env, inv.Env)
+	var res runtime.Result
+	switch cm.abi {
+	case ABIJS:
+		res, err = r.runJS(runCtx, cm, stdin, stdout, stderr, args, env, int64(limitPages)*pageSize)
+	default:
+		res, err = r.runWASI(runCtx, cm, stdin, stdout, stderr, args, env)
+	}
+	res.Stderr = stderr.Bytes()
+	if res.Stdout == nil {
+		res.Stdout = stdout.Bytes()
+	}
+	// The cause that ended the run, most specific first.
+	switch {
+	case runCtx.Err() != nil && ctx.Err() == nil:
+		return res, context.Cause(runCtx)
+	case ctx.Err() != nil:
+		return res, ctx.Err()
+	case errors.Is(err, errInitialMemory):
+		return res, fmt.Errorf("%w of %d MiB", err, r.memoryLimit>>20)
+	case alloc.refused && (err != nil || res.ExitCode != 0):
+		return res, fmt.Errorf("memory limit of %d MiB reached", r.memoryLimit>>20)
+	case err != nil:
+		if errors.Is(err, errHostMemory) {
+			return res, fmt.Errorf("memory limit of %d MiB reached (js values)", r.memoryLimit>>20)
+		}
+		return res, err
+	}
+	return res, nil
+}
+
+func (r *Runner) runWASI(ctx context.Context, cm *compiledModule, stdin io.Reader, stdout, stderr io.Writer, args, env []string) (runtime.Result, error) {
+	cfg := wazero.NewModuleConfig().WithName("").
+		WithStdin(stdin).WithStdout(stdout).WithStderr(stderr).
+		WithArgs(args...).
+		WithSysNanotime().WithSysWalltime().
+		WithNanosleep(func(ns int64) {
+			t := time.NewTimer(time.Duration(ns))
+			defer t.Stop()
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+		}).
+		WithRandSource(rand.Reader).
+		WithStartFunctions("_start")
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			cfg = cfg.WithEnv(k, v)
+		}
+	}
+	mod, err := instantiate(ctx, r.rt, cm.mod, cfg)
+	if mod != nil {
+		defer mod.Close(context.Background())
+	}
+	var ee *sys.ExitError
+	if errors.As(err, &ee) {
+		if ctx.Err() != nil {
+			return runtime.Result{ExitCode: -1}, ctx.Err()
+		}
+		return runtime.Result{ExitCode: int(ee.ExitCode())}, nil
+	}
+	if err != nil {
+		return runtime.Result{ExitCode: -1}, trapError(err)
+	}
+	return runtime.Result{}, nil
+}
+
+// errInitialMemory is a module whose memory at start is over the limit:
+// the allocator refuses it while wazero instantiates, which wazero does not
+// expect (it panics).
+var errInitialMemory = errors.New("module needs more memory at start than the limit")
+
+// instantiate is InstantiateModule, with a refused initial memory as an error.
+func instantiate(ctx context.Context, rt wazero.Runtime, m wazero.CompiledModule, cfg wazero.ModuleConfig) (mod api.Module, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if a, ok := ctx.Value(allocatorKey{}).(*allocator); ok && a.refused {
+				mod, err = nil, errInitialMemory
+				return
+			}
+			panic(r)
+		}
+	}()
+	return rt.InstantiateModule(ctx, m, cfg)
+}
+
+type allocatorKey struct{}
+
+// entrypoint is the global function of kpt's js contract, and the one that
+// explains a failure.
+const (
+	entrypoint       = "processResourceList"
+	entrypointErrors = "processResourceListErrors"
+)
+
+func (r *Runner) runJS(ctx context.Context, cm *compiledModule, stdin io.Reader, stdout, stderr *cappedBuffer, args, env []string, hostBudget int64) (runtime.Result, error) {
+	// kpt passes the ResourceList to the entrypoint as a string
+	input, err := io.ReadAll(stdin)
+	if err != nil {
+		return runtime.Result{}, fmt.Errorf("reading input: %w", err)
+	}
+	h := newJSHost(bytes.NewReader(input), stdout, stderr, &budget{limit: hostBudget})
+	h.curCtx = context.WithValue(ctx, hostKey{}, h)
+	mod, err := instantiate(h.curCtx, r.rt, cm.mod, wazero.NewModuleConfig().WithName("").WithStartFunctions())
+	if err != nil {
+		return runtime.Result{ExitCode: -1}, trapError(err)
+	}
+	defer mod.Close(context.Background())
+	if err := h.attach(mod); err != nil {
+		return runtime.Result{}, err
+	}
+	err = h.call(func() error { return h.runMain(h.curCtx, args, env) })
+	if err != nil {
+		return runtime.Result{ExitCode: -1}, trapError(err)
+	}
+	if h.exited {
+		return runtime.Result{ExitCode: int(h.exitCode)}, nil
+	}
+	fn, ok := h.global.props[entrypoint].(*jsObject)
+	if !ok || fn.call == nil {
+		// a program reading stdin: let its timers run until it exits
+		if err := h.fireTimers(h.curCtx); err != nil {
+			return runtime.Result{ExitCode: -1}, trapError(err)
+		}
+		if !h.exited {
+			return runtime.Result{ExitCode: -1}, errors.New("module neither exited nor set " + entrypoint + ": it waits for an event that never comes")
+		}
+		return runtime.Result{ExitCode: int(h.exitCode)}, nil
+	}
+	var out any
+	err = h.call(func() error { out = fn.call(undefined, []any{string(input)}); return nil })
+	if err != nil {
+		return runtime.Result{ExitCode: -1}, trapError(err)
+	}
+	if h.exited {
+		return runtime.Result{ExitCode: int(h.exitCode)}, nil
+	}
+	s, _ := out.(string)
+	if !looksLikeResourceList(s) {
+		// kpt's contract: the output is not a ResourceList, the second
+		// function explains why; the run failed as a function fails.
+		msg := s
+		if e, ok := h.global.props[entrypointErrors].(*jsObject); ok && e.call != nil {
+			var why any
+			if err := h.call(func() error { why = e.call(undefined, nil); return nil }); err == nil {
+				if w, ok := why.(string); ok && w != "" {
+					msg = w
+				}
+			}
+		}
+		if msg == "" {
+			msg = entrypoint + " returned " + toString(out) + ", not a ResourceList"
+		}
+		if _, err := stderr.Write([]byte(strings.TrimRight(msg, "\n") + "\n")); err != nil {
+			return runtime.Result{ExitCode: -1}, err
+		}
+		return runtime.Result{ExitCode: 1, Stdout: []byte{}}, nil
+	}
+	if int64(len(s)) > stdout.max {
+		return runtime.Result{ExitCode: -1}, fmt.Errorf("%w: more than %d bytes on stdout", runtime.ErrOutputLimit, stdout.max)
+	}
+	// What the module printed to stdout is diagnostics under this contract.
+	if stdout.Len() > 0 {
+		if _, err := stderr.Write(stdout.Bytes()); err != nil {
+			return runtime.Result{ExitCode: -1}, err
+		}
+	}
+	return runtime.Result{Stdout: []byte(s)}, nil
+}
+
+// readInput reads r whole, at most limit bytes, giving up when ctx ends
+// (the reading goroutine then ends with r).
+func readInput(ctx context.Context, r io.Reader, limit int64) ([]byte, error) {
+	if r == nil {
+		return nil, nil
+	}
+	type read struct {
+		b   []byte
+		err error
+	}
+	done := make(chan read, 1)
+	go func() {
+		b, err := io.ReadAll(io.LimitReader(r, limit+1))
+		done <- read{b, err}
+	}()
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case got := <-done:
+		if got.err != nil {
+			return nil, fmt.Errorf("reading input: %w", got.err)
+		}
+		if int64(len(got.b)) > limit {
+			return nil, fmt.Errorf("input is larger than the memory limit of %d MiB", limit>>20)
+		}
+		return got.b, nil
+	}
+}
+
+// call runs f, which calls into the module, turning what host functions
+// raise (a panic that wazero hands back as the call's error, or one raised
+// by a host-side function value outside any call) into an error; the
+// module's own exit is not an error.
+func (h *jsHost) call(f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			switch x := r.(type) {
+			case error:
+				err = x
+			case *jsThrow:
+				err = errors.New("uncaught exception: " + toString(x.value))
+			default:
+				err = fmt.Errorf("%v", x)
+			}
+		}
+		err = h.exitErr(err)
+	}()
+	return f()
+}
+
+// looksLikeResourceList is kpt's test of the entrypoint's result: YAML whose
+// kind is ResourceList (the pipeline parses it fully later).
+func looksLikeResourceList(s string) bool {
+	for _, line := range strings.Split(s, "\n") {
+		if strings.TrimSpace(line) == "kind: ResourceList" && !strings.HasPrefix(line, " ") {
+			return true
+		}
+	}
+	return false
+}
+
+// trapError is a run that ended in a fault of the module: wazero's first line.
+func trapError(err error) error {
+	var ee *sys.ExitError
+	if errors.As(err, &ee) {
+		return fmt.Errorf("module closed (exit code %d)", ee.ExitCode())
+	}
+	for _, known := range []error{errInitialMemory, errHostMemory, errValueLimit, runtime.ErrOutputLimit, errMemory} {
+		if errors.Is(err, known) {
+			return err
+		}
+	}
+	return fmt.Errorf("wasm trap: %s", firstLine(err.Error()))
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
+}
+
+func firstPositive[T int64 | time.Duration](vs ...T) T {
+	for _, v := range vs {
+		if v > 0 {
+			return v
+		}
+	}
+	return 0
+}
+
+// cappedBuffer collects one output stream up to max bytes; one byte more
+// ends the run (overflow cancels its context) with ErrOutputLimit.
+type cappedBuffer struct {
+	bytes.Buffer
+	name     string
+	max      int64
+	overflow context.CancelCauseFunc
+	mu       sync.Mutex
+}
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if room := c.max - int64(c.Len()); int64(len(p)) > room {
+		// keep what fits, as the other tiers do, then end the run
+		n, _ := c.Buffer.Write(p[:max(room, 0)])
+		err := fmt.Errorf("%w: more than %d bytes on %s", runtime.ErrOutputLimit, c.max, c.name)
+		c.overflow(err)
+		return n, err
+	}
+	return c.Buffer.Write(p)
+}
+
+// mergeEnv is base with each KEY=VAL of over replacing base's KEY.
+func mergeEnv(base, over []string) []string {
+	out := make([]string, 0, len(base)+len(over))
+	idx := map[string]int{}
+	for _, kv := range append(append([]string(nil), base...), over...) {
+		k, _, _ := strings.Cut(kv, "=")
+		if i, ok := idx[k]; ok {
+			out[i] = kv
+			continue
+		}
+		idx[k] = len(out)
+		out = append(out, kv)
+	}
+	return out
+}
+
+// allocator backs a module's linear memory and refuses to grow it past
+// limit: memory.grow then fails inside the module (Go's runtime reports
+// "out of memory" and exits), and refused says the limit was the cause.
+type allocator struct {
+	limit   uint64
+	refused bool
+}
+
+func (a *allocator) Allocate(capacity, max uint64) experimental.LinearMemory {
+	return &linearMemory{a: a}
+}
+
+type linearMemory struct {
+	a   *allocator
+	buf []byte
+}
+
+func (m *linearMemory) Reallocate(size uint64) []byte {
+	if size > m.a.limit {
+		m.a.refused = true
+		return nil
+	}
+	if size <= uint64(cap(m.buf)) {
+		m.buf = m.buf[:size]
+		return m.buf
+	}
+	newCap := uint64(cap(m.buf)) * 2
+	if newCap < size {
+		newCap = size
+	}
+	if newCap > m.a.limit {
+		newCap = m.a.limit
+	}
+	nb := make([]byte, size, newCap)
+	copy(nb, m.buf)
+	m.buf = nb
+	return m.buf
+}
+
+func (m *linearMemory) Free() { m.buf = nil }
