@@ -356,13 +356,13 @@ func (d *decoder) document() (doc *yaml.Node, ok bool) {
 	return dn, true
 }
 
-// docComments reads the comment lines at the start of an implicit
-// document, all at column 0, in groups separated by blank lines, up to the
-// root block mapping's first key at column 0 (pos is then that line's
-// start). yaml.v3 (yaml_parser_parse_document_start) splits them at the
-// last blank line: the groups before it, joined by "\n\n" (however many
-// blank lines), are the document's HeadComment; the group right above the
-// key (no blank line between) is the key's HeadComment.
+// docComments reads the comment lines that open an implicit document, all
+// at column 0, in groups separated by empty lines, up to the root block
+// mapping's first key at column 0 (pos is then that line's start). yaml.v3
+// divides them at the last empty line: the groups before it, joined by
+// "\n\n" however many empty lines separate them, become the document's
+// HeadComment; the group directly above the key (no empty line between)
+// becomes the key's HeadComment.
 func (d *decoder) docComments() (docHead, keyHead string) {
 	var groups []string
 	for {
@@ -449,10 +449,10 @@ func (d *decoder) inline(p, ind int, collections, lc bool) *yaml.Node {
 	return sc
 }
 
-// restComment is restBlank that also takes a line comment (" # text": at
-// least one space before the '#') when lc is set, and returns its text
-// from the '#' to the end of the line, as yaml.v3's
-// yaml_parser_scan_line_comment reads it.
+// restComment is restBlank that also takes a comment ending the line
+// (" # text": YAML 1.2 §6.6 wants white space before the '#') when lc is
+// set, and returns its text from the '#' to the end of the line, which is
+// the node's LineComment in yaml.v3.
 func (d *decoder) restComment(p int, lc bool) string {
 	q := p
 	for q < d.n && d.src[q] == ' ' {
@@ -798,41 +798,44 @@ func (d *decoder) block(ind, parent, keyLine int) *yaml.Node {
 	return nd
 }
 
-// comments reads the comment starting at first (on the current line) and
-// the comment lines after it, each indented by exactly ind spaces, and
-// checks that the next line holds content at the same indentation (no
-// blank line, no end of input). It returns the comments from their '#' to
-// their line end (trailing spaces and tabs kept) joined by "\n", as
-// yaml_parser_scan_comments collects a head comment; pos is then the start
-// of the content line.
+// comments reads a head comment: the comment starting at first, on the
+// current line, and the comment lines directly below it, each indented by
+// exactly ind spaces. The node it belongs to must follow directly: the next
+// line is content at that same indentation (an empty line or the end of the
+// input there is not handled). Each comment's text runs from its '#' to the
+// end of its line, trailing spaces and tabs included (yaml.v3 keeps them);
+// the texts are joined by "\n". pos is then the start of the content line.
 func (d *decoder) comments(first, ind int) string {
-	firstEnd := 0
-	var b []byte
-	for q := first; ; q = d.pos + ind {
-		e := q
-		for e < d.n && d.src[e] != '\n' {
-			e++
+	end := first // the end of the last comment line read
+	several := false
+	for q := first; ; several = true {
+		for end = q; end < d.n && d.src[end] != '\n'; end++ {
 		}
-		if firstEnd == 0 {
-			firstEnd = e
-		} else {
-			if b == nil {
-				b = append(b, d.src[first:firstEnd]...)
-			}
-			b = append(b, '\n')
-			b = append(b, d.src[q:e]...)
-		}
-		d.nextLine(e)
+		d.nextLine(end)
 		line := d.line
 		if i := d.peek(); d.line != line || i != ind {
 			reject()
 		}
-		if d.src[d.pos+ind] != '#' {
-			if b == nil {
-				return d.src[first:firstEnd]
-			}
-			return string(b)
+		q = d.pos + ind
+		if d.src[q] != '#' {
+			break
 		}
+	}
+	if !several || ind == 0 {
+		return d.src[first:end] // the lines as they stand in src
+	}
+	// Leave out the indentation of the lines after the first.
+	var b strings.Builder
+	b.Grow(end - first)
+	rest := d.src[first:end]
+	for {
+		i := strings.IndexByte(rest, '\n')
+		if i < 0 {
+			b.WriteString(rest)
+			return b.String()
+		}
+		b.WriteString(rest[:i+1])
+		rest = rest[i+1+ind:]
 	}
 }
 
@@ -895,138 +898,179 @@ func (d *decoder) sequence(p, c int, indentless bool) *yaml.Node {
 	return nd
 }
 
-// literal scans a literal block scalar whose '|' is at p, exactly as
-// yaml.v3's yaml_parser_scan_block_scalar does; ind is the scanner's
-// indentation (innermost block collection, -1 at the top).
-func (d *decoder) literal(p, ind int) *yaml.Node {
+// Block scalar chomping (YAML 1.2 §8.1.1.2): what becomes of the line break
+// after the last content line and of the empty lines after it.
+const (
+	chompClip  = iota // no indicator: keep the final line break, drop trailing empty lines
+	chompStrip        // '-': drop both
+	chompKeep         // '+': keep both
+)
+
+// blockHeader reads the rest of a block scalar header from p (just after
+// the '|'): an optional indentation indicator (a digit 1-9) and an optional
+// chomping indicator, in either order (YAML 1.2 §8.1.1), then only spaces to
+// the end of the line (a comment there is not handled). pos is then the
+// start of the next line.
+func (d *decoder) blockHeader(p int) (chomp, indicator int) {
+	chomp = chompClip
+	chomped := false
+	for ; p < d.n; p++ {
+		c := d.src[p]
+		if c >= '1' && c <= '9' && indicator == 0 {
+			indicator = int(c - '0')
+		} else if (c == '-' || c == '+') && !chomped {
+			chomped = true
+			chomp = chompStrip
+			if c == '+' {
+				chomp = chompKeep
+			}
+		} else {
+			break
+		}
+	}
+	d.restBlank(p) // refuses anything else, '0' included (yaml.v3 fails on it)
+	return chomp, indicator
+}
+
+// literal reads a literal block scalar (YAML 1.2 §8.1.2) whose '|' is at p.
+// parent is the indentation of the innermost enclosing block collection (-1
+// at the top); the content must be indented deeper.
+//
+// The content indentation is parent (0 at the top) plus the header's
+// indentation indicator when there is one. Otherwise it is detected from the
+// first non-empty line (§8.1.1.1); where the spec makes it an error for a
+// leading empty line to hold more spaces than that line, yaml.v3 (which
+// kpt's output is made of) instead takes that many spaces as the
+// indentation, so the first non-empty line is less indented and the scalar
+// has no content line; we do the same.
+//
+// Each line is then one of: an empty line (at most the content indentation
+// in spaces, nothing else), a content line (the full indentation, then
+// anything: further spaces and tabs are content), or less indented text,
+// which ends the scalar, as does the end of the input. A tab where
+// indentation is still expected is refused (yaml.v3 fails there). The value
+// is the content lines with their indentation removed, each followed by its
+// line break, with an empty line inside the content adding one line break,
+// then chomped. literal returns with pos at the start of the line that ended
+// the scalar (or at the end of the input).
+func (d *decoder) literal(p, parent int) *yaml.Node {
 	nd := d.newNode(yaml.ScalarNode, strTagS, "", d.line, d.col(p))
 	nd.Style = yaml.LiteralStyle
-	i := p + 1
-	chomping, increment := 0, 0
-	digit := func() {
-		if i < d.n && d.src[i] >= '0' && d.src[i] <= '9' {
-			if d.src[i] == '0' {
-				reject()
-			}
-			increment = int(d.src[i] - '0')
-			i++
-		}
+	chomp, indicator := d.blockHeader(p + 1)
+	indent := 0 // the content indentation; 0 while it is still to be detected
+	if indicator > 0 {
+		indent = max(parent, 0) + indicator
 	}
-	if i < d.n && (d.src[i] == '+' || d.src[i] == '-') {
-		chomping = 1
-		if d.src[i] == '-' {
-			chomping = -1
-		}
-		i++
-		digit()
-	} else {
-		digit()
-		if i < d.n && (d.src[i] == '+' || d.src[i] == '-') {
-			chomping = 1
-			if d.src[i] == '-' {
-				chomping = -1
-			}
-			i++
-		}
-	}
-	d.restBlank(i)
-	indent := 0
-	if increment > 0 {
-		if ind >= 0 {
-			indent = ind + increment
-		} else {
-			indent = increment
-		}
-	}
-	// q: the scan position; col: its column (only spaces before it).
-	q := d.pos
-	trailing := 0
-	var col int
-	// breaks eats indentation spaces and empty lines
-	// (yaml_parser_scan_block_scalar_breaks).
-	breaks := func() {
-		maxIndent := 0
-		for {
-			col = 0
-			for (indent == 0 || col < indent) && q < d.n && d.src[q] == ' ' {
-				q++
-				col++
-			}
-			if col > maxIndent {
-				maxIndent = col
-			}
-			if (indent == 0 || col < indent) && q < d.n && d.src[q] == '\t' {
-				reject()
-			}
-			if q >= d.n || d.src[q] != '\n' {
-				break
-			}
-			q++
-			d.line++
-			d.lineStart = q
-			trailing++
-		}
-		if indent == 0 {
-			indent = maxIndent
-			if indent < ind+1 {
-				indent = ind + 1
-			}
-			if indent < 1 {
-				indent = 1
-			}
-		}
-	}
-	breaks()
-	b := d.buf[:0]
-	leading := false
-	lines := 0
-	oneLine := trailing == 0 // a single line with no blank lines before it is a slice of the input
-	var first string
-	for col == indent && q < d.n {
-		if leading {
-			b = append(b, '\n')
-		}
-		for ; trailing > 0; trailing-- {
-			b = append(b, '\n')
-		}
-		e := q
-		for e < d.n && d.src[e] != '\n' {
+	widest := 0 // while detecting: the most spaces on a leading empty line
+
+	var (
+		text           = d.buf[:0] // the value, once it is more than one slice of src
+		built          bool        // text holds the value so far
+		firstS, firstE int         // the first content line in src, while !built
+		lines          int         // content lines read
+		empties        int         // empty lines since the last content line (or the header)
+		lastBreak      bool        // the last content line ended with a line break
+		ls             = d.pos     // the start of the line being classified
+		eol            int
+	)
+scan:
+	for {
+		e := ls
+		for e < d.n && d.src[e] == ' ' {
 			e++
 		}
-		lines++
-		b = append(b, d.src[q:e]...)
-		if e < d.n {
-			first = d.src[q : e+1]
-			leading = true
-			q = e + 1
-			d.line++
-			d.lineStart = q
-		} else {
-			first = d.src[q:e]
-			leading = false
-			q = e
+		spaces := e - ls
+		if e >= d.n && (indent == 0 || spaces <= indent) {
+			d.lineStart, d.pos = ls, d.n // the input ends in indentation
+			break
 		}
-		breaks()
-	}
-	// Chomp the tail.
-	if lines == 1 && oneLine && chomping == 0 {
-		nd.Value = first
-	} else {
-		if chomping != -1 && leading {
-			b = append(b, '\n')
-		}
-		if chomping == 1 {
-			for ; trailing > 0; trailing-- {
-				b = append(b, '\n')
+		content := true
+		switch {
+		case indent == 0:
+			switch d.src[e] {
+			case '\t':
+				reject()
+			case '\n':
+				widest = max(widest, spaces)
+				content = false
+			default:
+				indent = max(widest, spaces, parent+1, 1)
+				if spaces < indent {
+					d.pos = ls
+					break scan
+				}
 			}
+		case spaces < indent:
+			switch d.src[e] {
+			case '\t':
+				reject()
+			case '\n':
+				content = false
+			default:
+				d.pos = ls // less indented text
+				break scan
+			}
+		case spaces == indent && d.src[e] == '\n':
+			content = false
 		}
-		nd.Value = string(b)
+		eol = e
+		if content {
+			for eol < d.n && d.src[eol] != '\n' {
+				eol++
+			}
+			start := ls + indent
+			if lines == 0 && empties == 0 {
+				firstS, firstE = start, eol
+			} else {
+				if !built {
+					text = append(text, d.src[firstS:firstE]...)
+					built = true
+				}
+				if lines > 0 {
+					text = append(text, '\n')
+				}
+				for ; empties > 0; empties-- {
+					text = append(text, '\n')
+				}
+				text = append(text, d.src[start:eol]...)
+			}
+			lines++
+			lastBreak = eol < d.n
+		} else {
+			empties++
+		}
+		if eol >= d.n {
+			d.lineStart, d.pos = ls, d.n
+			break
+		}
+		ls = eol + 1
+		d.line++
+		d.lineStart = ls
 	}
-	d.buf = b
-	d.pos = d.lineStart
-	if q >= d.n {
-		d.pos = d.n
+
+	// Chomping.
+	if lines > 0 && lastBreak && chomp != chompStrip {
+		if built {
+			text = append(text, '\n')
+		} else {
+			firstE++ // the line break follows the line in src
+		}
 	}
+	if chomp == chompKeep && empties > 0 {
+		if !built {
+			text = append(text, d.src[firstS:firstE]...)
+			built = true
+		}
+		for ; empties > 0; empties-- {
+			text = append(text, '\n')
+		}
+	}
+	if built {
+		nd.Value = string(text)
+	} else {
+		nd.Value = d.src[firstS:firstE] // at most one line, no empty line kept: no copy
+	}
+	d.buf = text
 	return nd
 }
 
