@@ -83,6 +83,13 @@ func TestPackageBudget(t *testing.T) {
 	if !errors.As(err, &over) {
 		t.Fatalf("eval of an alias bomb: %v", err)
 	}
+	// and a file over the node budget, counted before kyaml decodes it
+	os.Remove(filepath.Join(dir, "lol.yaml"))
+	os.WriteFile(filepath.Join(dir, "keys.yaml"), []byte(keys(3_000)), 0o644)
+	_, err = Eval(context.Background(), dir, EvalFunction{Exec: "true"}, Options{Output: OutputStdout, Stdout: &strings.Builder{}, PkgLimits: lim, AllowExec: true}, nil)
+	if !errors.As(err, &over) || over.What != "YAML nodes" {
+		t.Fatalf("eval of a package over the node budget: %v", err)
+	}
 	// within the limits
 	ok := t.TempDir()
 	os.WriteFile(filepath.Join(ok, "Kptfile"), []byte(kf), 0o644)

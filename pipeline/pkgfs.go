@@ -247,7 +247,28 @@ func (k kyamlFS) Open(abs string) (filesys.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return k.p.open(n)
+	f, err := k.p.open(n)
+	if err != nil {
+		return nil, err
+	}
+	// kyaml's package reader (readTree: eval, source) reads files through
+	// Open: a regular file is measured against the package budget first
+	// (read once within it, counted, dropped), before kyaml decodes it
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		b := k.p.packageBudget()
+		data, err := b.read(abs, f, st.Size())
+		if err == nil {
+			err = b.countBeforeDecode(abs, data)
+		}
+		if err == nil {
+			_, err = f.Seek(0, io.SeekStart)
+		}
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	return f, nil
 }
 
 func (k kyamlFS) stat(abs string) (fs.FileInfo, error) {

@@ -50,7 +50,7 @@ const plainKptfile = "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: 
 
 // TestPackageMemoryBudget: 27 MB of 2 million small keys (1.13 GB in render,
 // 1.23 GB in generate on 8b0215c), a 200 MB single line (1.0 GB) and an
-// alias bomb fail render and generate with one line naming the file and the
+// alias bomb fail render, eval and generate with one line naming the file and the
 // setting, exit 2, at a small fraction of that; a package at both limits
 // renders and generates under 1 GiB.
 func TestPackageMemoryBudget(t *testing.T) {
@@ -68,6 +68,8 @@ func TestPackageMemoryBudget(t *testing.T) {
 			h.own(t, c.pkg)
 			h.kptr(t, call{args: []string{"fn", "render", c.pkg, "-o", "stdout"}, discard: true}).
 				exits(t, 2).says(t, file, "the package's files hold more than", c.setting).rssBelow(t, 256<<20)
+			h.kptr(t, call{args: []string{"fn", "eval", c.pkg, "--exec", "true", "-o", "stdout"}, discard: true}).
+				exits(t, 2).says(t, file, c.setting).rssBelow(t, 256<<20)
 			r := h.kptr(t, call{args: []string{"generate"}, dir: c.pkg, discard: true}).
 				exits(t, 2).says(t, file, c.setting).rssBelow(t, 256<<20)
 			if strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
