@@ -194,7 +194,7 @@ func TestMemoNeverReplaysARefusal(t *testing.T) {
 	}
 }
 
-// The signatures travel with the image: exported from one cache and
+// The signatures travel with the image: written out of one cache and
 // imported into another, they are verified there with no network.
 func TestExportImportCarriesSignatures(t *testing.T) {
 	f := setup(t)
