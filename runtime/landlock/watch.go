@@ -27,14 +27,21 @@ import (
 // bound crossed ends the run (every process of it killed, its directory
 // removed) with runtime.ErrMemoryLimit or runtime.ErrDiskLimit. It polls,
 // so a run can overshoot a bound by what it allocates or writes in one
-// interval before it is ended. Not counted: a deleted file only mapped (no descriptor
+// interval (memInterval for memory, watchInterval for the directory)
+// before it is ended. Not counted: a deleted file only mapped (no descriptor
 // left), and, when kptr is not root, the descriptors of a process that made
 // itself non-dumpable (its /proc/<pid>/fd is root's then): the deploy
 // variants' emptyDir sizeLimit bounds the volume in the end.
 
-// watchInterval is the watchdog's pace; a walk that takes longer slows it
-// down (it takes at most a fifth of one core).
-const watchInterval = 50 * time.Millisecond
+// watchInterval is the pace of the run directory's walk; a walk that takes
+// longer slows it down (it takes at most a fifth of one core). Memory,
+// cheap to read (a few /proc files per process), is read every
+// memInterval, so a run overshoots its memory bound by at most what it
+// allocates in that time.
+const (
+	watchInterval = 50 * time.Millisecond
+	memInterval   = 10 * time.Millisecond
+)
 
 // runDirEntries bounds the files and directories a run directory may hold
 // (each costs the host an inode; a tmpfs would bound them too).
@@ -55,15 +62,15 @@ func runDirBytes(l runtime.Limits) int64 {
 // memLimit bytes of resident memory (0: unbounded), diskLimit bytes or
 // runDirEntries entries in runDir.
 func watchRun(done <-chan struct{}, launcher int, runDir string, memLimit, diskLimit int64, stop func(error)) {
-	t := time.NewTimer(watchInterval)
+	t := time.NewTimer(memInterval)
 	defer t.Stop()
+	nextWalk := time.Now().Add(watchInterval)
 	for {
 		select {
 		case <-done:
 			return
 		case <-t.C:
 		}
-		start := time.Now()
 		procs := runTree(launcher)
 		if memLimit > 0 {
 			var rss int64
@@ -75,7 +82,8 @@ func watchRun(done <-chan struct{}, launcher int, runDir string, memLimit, diskL
 				return
 			}
 		}
-		if diskLimit > 0 {
+		if diskLimit > 0 && !time.Now().Before(nextWalk) {
+			start := time.Now()
 			used, entries := dirUsage(runDir, runDirEntries+1)
 			used += deletedOpen(procs)
 			switch {
@@ -86,8 +94,9 @@ func watchRun(done <-chan struct{}, launcher int, runDir string, memLimit, diskL
 				stop(fmt.Errorf("%w: its run directory ($HOME, $TMPDIR) and the deleted files it holds open take %d MiB, more than %d MiB", runtime.ErrDiskLimit, used>>20, diskLimit>>20))
 				return
 			}
+			nextWalk = time.Now().Add(max(watchInterval, 4*time.Since(start)))
 		}
-		t.Reset(max(watchInterval, 4*time.Since(start)))
+		t.Reset(memInterval)
 	}
 }
 
