@@ -12,8 +12,10 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -146,13 +148,10 @@ func (ld *loader) policy(data []byte) (*Policy, error) {
 	if p.def, err = ld.requirements(top.Default, "default"); err != nil {
 		return nil, err
 	}
-	transports := make([]string, 0, len(top.Transports))
-	for t := range top.Transports {
-		transports = append(transports, t)
-	}
-	sort.Strings(transports)
-	for _, t := range transports {
-		for scope, raw := range top.Transports[t] {
+	for _, t := range slices.Sorted(maps.Keys(top.Transports)) {
+		// in order: each scope's keys are hashed as they are read
+		for _, scope := range slices.Sorted(maps.Keys(top.Transports[t])) {
+			raw := top.Transports[t][scope]
 			where := fmt.Sprintf("transports.%s[%q]", t, scope)
 			if t == "docker" {
 				if err := checkDockerScope(scope); err != nil {

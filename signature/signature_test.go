@@ -3,6 +3,7 @@ package signature_test
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -243,6 +244,33 @@ func TestLoadHashCoversKeys(t *testing.T) {
 	}
 	if d := p2.Evaluate(repo+":v1", digest, sigs(k1.Sign(cosigner.Payload(repo, digest)))); d.Allowed {
 		t.Error("the replaced key still verifies")
+	}
+}
+
+// The same policy file and keys hash alike on every load, however many
+// scopes it has: the hash keys whole renders in the memo, so a hash that
+// followed map order made a replay miss at random.
+func TestLoadHashIsStable(t *testing.T) {
+	dir := t.TempDir()
+	var scopes []string
+	for i := range 8 {
+		k := fmt.Sprintf("k%d.pub", i)
+		os.WriteFile(filepath.Join(dir, k), cosigner.NewKey(t).PublicPEM, 0o644)
+		scopes = append(scopes, fmt.Sprintf(`"registry.example.com/team%d": [{"type": "sigstoreSigned", "keyPath": %q}]`, i, k))
+	}
+	pol := filepath.Join(dir, "policy.json")
+	os.WriteFile(pol, []byte(`{"default": [{"type": "reject"}], "transports": {"docker": {`+strings.Join(scopes, ", ")+`}}}`), 0o644)
+	first := ""
+	for range 20 {
+		p, err := signature.Load(pol)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first == "" {
+			first = p.Hash
+		} else if p.Hash != first {
+			t.Fatalf("the same policy hashed as %s, then %s", first, p.Hash)
+		}
 	}
 }
 
