@@ -68,12 +68,18 @@ test-unit: $(TESTSUM) ## all Go tests as the current user; the sandbox suites ag
 # then run as the sidecar runs: uid 999, no capabilities, no_new_privs, its own
 # HOME and TMPDIR, fixture binaries prebuilt (uid 999 has no Go toolchain cache).
 UNPRIV_UID ?= 999
+# The Go toolchain runtime/wasm's TestJSBeforeGo121 builds js modules with
+# (fetched through the module proxy): Go 1.20's js port imports the host as
+# "go", as kpt's earliest published wasm images do.
+LEGACY_JS_GO := go1.20.14
 SANDBOX_CMD_TESTS := ^(TestDoctor|TestNewRunnerModes|TestRefusesWithoutUserNamespaces|TestExitCodesWithoutSandbox)$$
 define run-unpriv
 	set -euo pipefail; d=$$(mktemp -d /tmp/kptr-unpriv.XXXXXX); trap 'rm -rf "$$d"' EXIT; \
 	mkdir -p "$$d/bin" "$$d/home" "$$d/tmp"; \
 	for f in hostile cat escape-report; do CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o "$$d/bin/$$f" ./test/fixtures/$$f; done; \
 	for f in wasm-hostile set-namespace; do for os in js wasip1; do GOOS=$$os GOARCH=wasm $(GO) build -trimpath -ldflags='-s -w' -o "$$d/bin/$$f.$$os.wasm" ./test/fixtures/$$f; done; done; \
+	for f in js-contract cat; do m=$$(mktemp -d "$$d/mod.XXXXXX"); cp test/fixtures/$$f/*.go "$$m/"; printf 'module kptr.test/%s\n\ngo 1.20\n' $$f >"$$m/go.mod"; \
+	  (cd "$$m" && GOTOOLCHAIN=$(LEGACY_JS_GO) GOFLAGS= GOWORK=off CGO_ENABLED=0 GOOS=js GOARCH=wasm $(GO) build -trimpath -ldflags='-s -w' -o "$$d/bin/$$f.js.$(LEGACY_JS_GO).wasm" .); rm -rf "$$m"; done; \
 	$(GO) test -c $(1) -o "$$d/runtime.test" ./runtime; \
 	$(GO) test -c $(1) -o "$$d/wasm.test" ./runtime/wasm; \
 	$(GO) test -c $(1) -o "$$d/namespace.test" ./runtime/namespace; \

@@ -15,6 +15,7 @@ import (
 	"github.com/kptr-dev/kptr/cache"
 	"github.com/kptr-dev/kptr/runtime"
 	"github.com/kptr-dev/kptr/test/fnimage"
+	"github.com/tetratelabs/wazero"
 )
 
 const setNamespaceInput = `apiVersion: config.kubernetes.io/v1
@@ -90,6 +91,54 @@ func TestJSFunctionFailure(t *testing.T) {
 	}
 	if res.ExitCode != 1 || !strings.Contains(string(res.Stderr), "`data.namespace` should not be empty") || len(res.Stdout) != 0 {
 		t.Fatalf("exit %d, stdout %q, stderr %q", res.ExitCode, res.Stdout, res.Stderr)
+	}
+}
+
+// Modules of Go's js port before Go 1.21 import the host as module "go",
+// not "gojs" (kpt's earliest published wasm images are such modules). Built
+// by Go 1.20, one that follows kpt's contract and one that reads stdin run
+// as the current port's do, and a failure under the contract is reported
+// as one.
+func TestJSBeforeGo121(t *testing.T) {
+	const toolchain = "go1.20.14" // the Makefile's LEGACY_JS_GO: prebuilt there for the uid-999 suite
+	r := newRunner(t)
+	for _, fixture := range []string{"js-contract", "cat"} {
+		t.Run(fixture, func(t *testing.T) {
+			mod := fnimage.WasmModuleWith(t, fixture, "js", toolchain)
+			code, err := os.ReadFile(mod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rt := wazero.NewRuntime(context.Background())
+			defer rt.Close(context.Background())
+			cm, err := rt.CompileModule(context.Background(), code)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hosts := map[string]bool{}
+			for _, f := range cm.ImportedFunctions() {
+				m, _, _ := f.Import()
+				hosts[m] = true
+			}
+			if !hosts["go"] || hosts["gojs"] {
+				t.Fatalf("the module built by %s imports %v, want the host module \"go\" only", toolchain, hosts)
+			}
+			res, err := run(t, r, mod, runtime.Invocation{Stdin: strings.NewReader(setNamespaceInput)})
+			if err != nil || res.ExitCode != 0 {
+				t.Fatalf("%v exit %d: %s", err, res.ExitCode, res.Stderr)
+			}
+			want := setNamespaceInput
+			if fixture == "js-contract" {
+				want = strings.ReplaceAll(want, "namespace: old", "namespace: "+toolchain)
+			}
+			if string(res.Stdout) != want {
+				t.Fatalf("output:\n%s\nwant:\n%s", res.Stdout, want)
+			}
+		})
+	}
+	res, err := run(t, r, fnimage.WasmModuleWith(t, "js-contract", "js", toolchain), runtime.Invocation{Stdin: strings.NewReader("kind: ConfigMap\n")})
+	if err != nil || res.ExitCode != 1 || len(res.Stdout) != 0 || !strings.Contains(string(res.Stderr), "js-contract: the input is not a ResourceList") {
+		t.Fatalf("a failure under kpt's contract: %v exit %d, stdout %q, stderr %q", err, res.ExitCode, res.Stdout, res.Stderr)
 	}
 }
 

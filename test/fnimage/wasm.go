@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -85,6 +86,90 @@ func CompileWasm(fixture, goos string) (string, error) {
 		return "", fmt.Errorf("go build: %v\n%s", err, b)
 	}
 	return out, os.Rename(tmp.Name(), out)
+}
+
+// WasmModuleWith is WasmModule built by another Go toolchain (GOTOOLCHAIN,
+// e.g. "go1.20.14", fetched through the module proxy as any toolchain), for
+// fixtures that use the standard library alone: the fixture's files are
+// built in a scratch module of their own, whose go line is the toolchain's.
+// It is how the tests get modules of the js port before Go 1.21 (host module
+// "go"). With $KPTR_FIXTURE_BIN_DIR set, <dir>/<fixture>.<goos>.<toolchain>.wasm
+// is used when present.
+func WasmModuleWith(t testing.TB, fixture, goos, toolchain string) string {
+	t.Helper()
+	wasmMu.Lock()
+	defer wasmMu.Unlock()
+	key := fixture + "." + goos + "." + toolchain
+	if p, ok := wasmPaths[key]; ok {
+		return p
+	}
+	p, err := CompileWasmWith(fixture, goos, toolchain)
+	if err != nil {
+		t.Fatalf("fnimage: wasm fixture %s (%s, %s): %v", fixture, goos, toolchain, err)
+	}
+	wasmPaths[key] = p
+	return p
+}
+
+// CompileWasmWith is WasmModuleWith for code outside tests.
+func CompileWasmWith(fixture, goos, toolchain string) (string, error) {
+	v, ok := strings.CutPrefix(toolchain, "go")
+	parts := strings.Split(v, ".")
+	if !ok || len(parts) < 2 {
+		return "", fmt.Errorf("toolchain %q is not goN.M[.P]", toolchain)
+	}
+	if d := os.Getenv("KPTR_FIXTURE_BIN_DIR"); d != "" {
+		if p := filepath.Join(d, fixture+"."+goos+"."+toolchain+".wasm"); fileExists(p) {
+			return p, nil
+		}
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	src := filepath.Join(root, "test", "fixtures", fixture)
+	key, err := sourceKey(root, src)
+	if err != nil {
+		return "", err
+	}
+	outDir := filepath.Join(os.TempDir(), fmt.Sprintf("kptr-fixtures-%d", os.Getuid()))
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return "", err
+	}
+	out := filepath.Join(outDir, fixture+"-"+goos+"-"+toolchain+"-"+key[:16]+".wasm")
+	if fileExists(out) {
+		return out, nil
+	}
+	scratch, err := os.MkdirTemp(outDir, fixture+".mod-*")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(scratch)
+	files, err := filepath.Glob(filepath.Join(src, "*.go"))
+	if err != nil {
+		return "", err
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(scratch, filepath.Base(f)), b, 0o644); err != nil {
+			return "", err
+		}
+	}
+	gomod := "module kptr.test/" + fixture + "\n\ngo " + parts[0] + "." + parts[1] + "\n"
+	if err := os.WriteFile(filepath.Join(scratch, "go.mod"), []byte(gomod), 0o644); err != nil {
+		return "", err
+	}
+	tmp := filepath.Join(scratch, "module.wasm")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", tmp, ".")
+	cmd.Dir = scratch
+	cmd.Env = append(os.Environ(), "GOTOOLCHAIN="+toolchain, "GOFLAGS=", "GOWORK=off", "CGO_ENABLED=0", "GOOS="+goos, "GOARCH=wasm")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build (GOTOOLCHAIN=%s): %v\n%s", toolchain, err, b)
+	}
+	return out, os.Rename(tmp, out)
 }
 
 // WasmIndex packages a module as `kpt alpha wasm push` does (kpt's
