@@ -159,6 +159,28 @@ func (c *Cache) List(ctx context.Context) ([]Image, error) {
 	return out, nil
 }
 
+// WasmBundles are the bundles of the unpacked wasm function images, for
+// what keeps their compiled code (runtime/wasm's PruneCompiled). Nothing is
+// held: the caller reads each module beneath its rootfs, which a prune may
+// remove meanwhile.
+func (c *Cache) WasmBundles() ([]Bundle, error) {
+	ents, err := os.ReadDir(c.path(rootfsDir))
+	if err != nil && !os.IsNotExist(err) {
+		return nil, &Error{Err: err}
+	}
+	var out []Bundle
+	for _, e := range ents {
+		h, err := v1.NewHash("sha256:" + e.Name())
+		if err != nil {
+			continue
+		}
+		if m, err := c.readMeta(h.Hex); err == nil && m.Wasm != "" {
+			out = append(out, c.bundle(imageRef{}, h, m))
+		}
+	}
+	return out, nil
+}
+
 // PruneOptions say what Prune removes. With neither MaxBytes nor MaxAge nor
 // All set, Prune only clears debris (stale temporaries, unreferenced blobs).
 type PruneOptions struct {

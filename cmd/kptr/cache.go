@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/kptr-dev/kptr/cache"
 	"github.com/kptr-dev/kptr/memo"
+	"github.com/kptr-dev/kptr/runtime/wasm"
 )
 
 // openCache opens the image cache the global flags describe. Pull progress
@@ -311,7 +313,10 @@ every image. At least one of them is needed. Blobs no remaining image
 references and stale temporaries go too. An image a running kptr holds is
 kept and named. The current user's memoised function results are pruned by
 the same rules (their own size, not counted in the cache's), together with
-any that are over their standing bounds (256 MiB, 7 days unused) or damaged.`,
+any that are over their standing bounds (256 MiB, 7 days unused) or damaged.
+Compiled wasm code goes with its image (--all, --max-age) and, when no cached
+image holds its module, once unused for an hour; code used within the last
+hour stays.`,
 		Example: `  kptr cache prune --max-size 2GiB
   kptr cache prune --max-age 720h --dry-run
   kptr cache prune --all`,
@@ -351,6 +356,9 @@ any that are over their standing bounds (256 MiB, 7 days unused) or damaged.`,
 			fmt.Fprintf(g.stdout, "kept %s %s: in use by a running kptr\n", shortDigest(im.Digest), strings.Join(im.Refs, ", "))
 		}
 		fmt.Fprintf(g.stdout, "%s %s; cache now %s\n", verb, humanBytes(rep.FreedBytes), humanBytes(rep.TotalBytes))
+		if err := g.pruneCompiled(c, maxAge, all, dry, verb); err != nil {
+			return err
+		}
 		return g.pruneMemo(c, memo.PruneOptions{MaxBytes: o.MaxBytes, MaxAge: maxAge, All: all, DryRun: dry}, verb)
 	})
 	fs := c.Flags()
@@ -359,6 +367,40 @@ any that are over their standing bounds (256 MiB, 7 days unused) or damaged.`,
 	fs.BoolVar(&all, "all", false, "remove every image no running kptr process holds")
 	fs.BoolVar(&dry, "dry-run", false, "only print what would be removed")
 	return c
+}
+
+// compiledGrace keeps compiled wasm code used this recently from a prune:
+// a running kptr may be compiling or running the module (a run lasts at most
+// its function timeout, 5 minutes unless set longer).
+const compiledGrace = time.Hour
+
+// pruneCompiled prunes the cache's compiled wasm code (<cache>/wasm) after
+// its images: the code of modules no cached image holds (exec modules, and
+// the images just removed), with --max-age what was not used for that
+// long, with --all everything; code used within the last hour stays.
+func (g *globals) pruneCompiled(c *cache.Cache, maxAge time.Duration, all, dry bool, verb string) error {
+	keep := map[string]bool{}
+	bundles, err := c.WasmBundles()
+	if err != nil {
+		return err
+	}
+	for _, b := range bundles {
+		if sum, err := wasm.ModuleSum(b); err == nil {
+			keep[sum] = true
+		}
+	}
+	rep, err := wasm.PruneCompiled(filepath.Join(c.Dir(), "wasm"), wasm.PruneOptions{Keep: keep, All: all, MaxAge: maxAge, Grace: compiledGrace, DryRun: dry})
+	if err != nil {
+		return fmt.Errorf("pruning compiled wasm code: %w", err)
+	}
+	if len(rep.Removed) == 0 && len(rep.KeptInUse) == 0 {
+		return nil
+	}
+	if len(rep.KeptInUse) > 0 {
+		fmt.Fprintf(g.stdout, "kept the compiled code of %d wasm module(s) used within the last %s\n", len(rep.KeptInUse), compiledGrace)
+	}
+	fmt.Fprintf(g.stdout, "compiled wasm code: %s %d module(s), %s; now %s\n", verb, len(rep.Removed), humanBytes(rep.FreedBytes), humanBytes(rep.TotalBytes))
+	return nil
 }
 
 func (g *globals) cacheVerifyCmd() *cobra.Command {

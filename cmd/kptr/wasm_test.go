@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kptr-dev/kptr/test/fnimage"
 	"github.com/kptr-dev/kptr/test/registry"
@@ -16,19 +19,27 @@ import (
 var exitModule = []byte{0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, 0x01, 0x04, 0x01, 0x60, 0x00, 0x00,
 	0x03, 0x02, 0x01, 0x00, 0x07, 0x0a, 0x01, 0x06, '_', 's', 't', 'a', 'r', 't', 0x00, 0x00, 0x0a, 0x04, 0x01, 0x02, 0x00, 0x0b}
 
-// kptr prewarm --allow-alpha-wasm pulls a wasm image (its wasm entry) and
-// compiles the module into <cache>/wasm; without the flag it fails naming
-// the flag.
-func TestPrewarmWasm(t *testing.T) {
+// wasmImage pushes exitModule as kpt's wasm image format to a registry of
+// its own and returns its reference, an empty cache directory and kptr's
+// environment for it.
+func wasmImage(t *testing.T) (ref, cacheDir string, env map[string]string) {
+	t.Helper()
 	reg := registry.Start(t)
 	mod := filepath.Join(t.TempDir(), "fn.wasm")
 	if err := os.WriteFile(mod, exitModule, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ref := reg.Addr + "/fn/wasm:v1"
+	ref = reg.Addr + "/fn/wasm:v1"
 	fnimage.PushIndex(t, fnimage.WasmIndex(t, mod, fnimage.PlatformWASIP1), ref)
-	cacheDir := t.TempDir()
-	env := map[string]string{"KPTR_CACHE_DIR": cacheDir, "KPTR_PROGRESS": "none", "HOME": t.TempDir()}
+	cacheDir = t.TempDir()
+	return ref, cacheDir, map[string]string{"KPTR_CACHE_DIR": cacheDir, "KPTR_PROGRESS": "none", "HOME": t.TempDir()}
+}
+
+// kptr prewarm --allow-alpha-wasm pulls a wasm image (its wasm entry) and
+// compiles the module into <cache>/wasm; without the flag it fails naming
+// the flag.
+func TestPrewarmWasm(t *testing.T) {
+	ref, cacheDir, env := wasmImage(t)
 	run := func(args ...string) (string, error) {
 		var out, errb bytes.Buffer
 		g := newGlobals(nil, &out, &errb, envMap(env))
@@ -51,5 +62,71 @@ func TestPrewarmWasm(t *testing.T) {
 	})
 	if n == 0 {
 		t.Fatal("prewarm compiled nothing into the cache's wasm/")
+	}
+}
+
+// kptr cache prune bounds the compiled wasm code too: the code of a module
+// no cached image holds goes once unused for an hour (exec modules, an
+// older layout's files), the code of a cached image's module stays while
+// the image does, and goes with it; code used within the hour stays.
+func TestPruneCompiledWasm(t *testing.T) {
+	ref, cacheDir, env := wasmImage(t)
+	run := func(args ...string) string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		g := newGlobals(nil, &out, &errb, envMap(env))
+		if err := execIn(context.Background(), g, args...); err != nil {
+			t.Fatalf("kptr %v: %v\n%s", args, err, errb.String())
+		}
+		return out.String()
+	}
+	run("prewarm", "--allow-alpha-wasm", "--image", ref)
+	sum := sha256.Sum256(exitModule)
+	compiled := filepath.Join(cacheDir, "wasm", hex.EncodeToString(sum[:]))
+	if _, err := os.Stat(compiled); err != nil {
+		t.Fatalf("the module's compiled code is not in its own directory: %v", err)
+	}
+	hoursAgo := time.Now().Add(-2 * time.Hour)
+	plant := func(name string, mtime time.Time) string {
+		p := filepath.Join(cacheDir, "wasm", name)
+		if err := os.MkdirAll(filepath.Join(p, "wazero-v0-amd64-linux"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(p, "wazero-v0-amd64-linux", "code"), make([]byte, 4096), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	orphan := plant(strings.Repeat("ab", 32), hoursAgo)        // an exec module's, unused for two hours
+	oldLayout := plant("wazero-v1.11.0-amd64-linux", hoursAgo) // before one directory per module
+	recent := plant(strings.Repeat("cd", 32), time.Now())      // a module another kptr runs now
+	out := run("cache", "prune", "--max-age", "24h")
+	for _, p := range []string{orphan, oldLayout} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s survived the prune:\n%s", filepath.Base(p), out)
+		}
+	}
+	for _, p := range []string{compiled, recent} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s was removed:\n%s", filepath.Base(p), out)
+		}
+	}
+	if !strings.Contains(out, "compiled wasm code: removed 2 module(s)") || !strings.Contains(out, "kept the compiled code of 1 wasm module(s) used within the last 1h0m0s") {
+		t.Errorf("prune's report:\n%s", out)
+	}
+	// The image goes with --all, and its module's code with it once unused
+	// for the grace period.
+	if err := os.Chtimes(compiled, hoursAgo, hoursAgo); err != nil {
+		t.Fatal(err)
+	}
+	out = run("cache", "prune", "--all")
+	if _, err := os.Stat(compiled); err == nil {
+		t.Errorf("the removed image's compiled code survived --all:\n%s", out)
+	}
+	if _, err := os.Stat(recent); err != nil {
+		t.Errorf("code used within the hour was removed by --all:\n%s", out)
 	}
 }

@@ -55,7 +55,10 @@ type Runner struct {
 }
 
 // engine is what Runners made from one another (with) share: the wazero
-// runtime and the compiled modules.
+// runtimes and the compiled modules. Without a cache directory one runtime
+// holds every module; with one, each module has a runtime of its own whose
+// compilation cache is the module's directory (compiledDir), so what a
+// module leaves on disk can be pruned with it.
 type engine struct {
 	once    sync.Once
 	rt      wazero.Runtime
@@ -63,6 +66,7 @@ type engine struct {
 
 	mu       sync.Mutex
 	compiled map[string]*compiledModule
+	runtimes []wazero.Runtime // every runtime made, closed by Close
 	sf       singleflight.Group
 }
 
@@ -78,6 +82,7 @@ func (r *Runner) with(opts ...Option) *Runner {
 }
 
 type compiledModule struct {
+	rt  wazero.Runtime // the runtime mod was compiled in, and runs in
 	mod wazero.CompiledModule
 	abi ABI
 }
@@ -112,43 +117,56 @@ func New(opts ...Option) *Runner {
 	return r
 }
 
-// init creates the wazero runtime: the compiler where wazero has one (else
-// its interpreter), closing modules when their context ends, with the
-// compilation cache on disk when a directory is set.
+// init creates the shared runtime of a Runner without a cache directory.
 func (r *Runner) init() error {
 	r.once.Do(func() {
-		ctx := context.Background()
-		cfg := wazero.NewRuntimeConfig().WithCloseOnContextDone(true)
-		if r.cacheDir != "" {
-			if err := os.MkdirAll(r.cacheDir, 0o700); err != nil {
-				r.initErr = fmt.Errorf("wasm compilation cache: %w", err)
-				return
-			}
-			cc, err := wazero.NewCompilationCacheWithDir(r.cacheDir)
-			if err != nil {
-				r.initErr = fmt.Errorf("wasm compilation cache: %w", err)
-				return
-			}
-			cfg = cfg.WithCompilationCache(cc)
-		}
-		r.rt = wazero.NewRuntimeWithConfig(ctx, cfg)
-		if err := instantiateJSHost(ctx, r.rt); err != nil {
-			r.initErr = err
-			return
-		}
-		if _, err := wasi_snapshot_preview1.Instantiate(ctx, r.rt); err != nil {
-			r.initErr = err
+		if r.cacheDir == "" {
+			r.rt, r.initErr = r.newRuntime("")
 		}
 	})
 	return r.initErr
 }
 
-// Close releases the compiled modules and the runtime.
-func (r *Runner) Close() error {
-	if r.rt != nil {
-		return r.rt.Close(context.Background())
+// newRuntime is a wazero runtime with the host modules: the compiler where
+// wazero has one (else its interpreter), closing modules when their context
+// ends, with the compilation cache in dir when one is given.
+func (r *Runner) newRuntime(dir string) (wazero.Runtime, error) {
+	ctx := context.Background()
+	cfg := wazero.NewRuntimeConfig().WithCloseOnContextDone(true)
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("wasm compilation cache: %w", err)
+		}
+		cc, err := wazero.NewCompilationCacheWithDir(dir)
+		if err != nil {
+			return nil, fmt.Errorf("wasm compilation cache: %w", err)
+		}
+		cfg = cfg.WithCompilationCache(cc)
 	}
-	return nil
+	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
+	r.mu.Lock()
+	r.runtimes = append(r.runtimes, rt)
+	r.mu.Unlock()
+	if err := instantiateJSHost(ctx, rt); err != nil {
+		return nil, err
+	}
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+		return nil, err
+	}
+	return rt, nil
+}
+
+// Close releases the compiled modules and the runtimes.
+func (r *Runner) Close() error {
+	r.mu.Lock()
+	rts := r.runtimes
+	r.runtimes = nil
+	r.mu.Unlock()
+	var errs []error
+	for _, rt := range rts {
+		errs = append(errs, rt.Close(context.Background()))
+	}
+	return errors.Join(errs...)
 }
 
 // Run implements runtime.Runner: the module b.Wasm names (beneath b.Rootfs,
@@ -196,8 +214,19 @@ func (r *Runner) compile(ctx context.Context, b cache.Bundle) (*compiledModule, 
 	if cm != nil {
 		return cm, nil
 	}
+	if r.cacheDir != "" {
+		// in use: PruneCompiled keeps what was used lately
+		touch(compiledDir(r.cacheDir, key))
+	}
 	v, err, _ := r.sf.Do(key, func() (any, error) {
-		mod, err := r.rt.CompileModule(ctx, code)
+		rt := r.rt
+		if r.cacheDir != "" {
+			var err error
+			if rt, err = r.newRuntime(compiledDir(r.cacheDir, key)); err != nil {
+				return nil, err
+			}
+		}
+		mod, err := rt.CompileModule(ctx, code)
 		if err != nil {
 			return nil, fmt.Errorf("compiling module: %s", firstLine(err.Error()))
 		}
@@ -206,7 +235,7 @@ func (r *Runner) compile(ctx context.Context, b cache.Bundle) (*compiledModule, 
 			_ = mod.Close(ctx)
 			return nil, err
 		}
-		cm := &compiledModule{mod: mod, abi: abi}
+		cm := &compiledModule{rt: rt, mod: mod, abi: abi}
 		r.mu.Lock()
 		r.compiled[key] = cm
 		r.mu.Unlock()
@@ -368,7 +397,7 @@ func (r *Runner) runWASI(ctx context.Context, cm *compiledModule, stdin io.Reade
 			cfg = cfg.WithEnv(k, v)
 		}
 	}
-	mod, err := instantiate(ctx, r.rt, cm.mod, cfg)
+	mod, err := instantiate(ctx, cm.rt, cm.mod, cfg)
 	if mod != nil {
 		defer mod.Close(context.Background())
 	}
@@ -421,7 +450,7 @@ func (r *Runner) runJS(ctx context.Context, cm *compiledModule, stdin io.Reader,
 	}
 	h := newJSHost(bytes.NewReader(input), stdout, stderr, &budget{limit: hostBudget})
 	h.curCtx = context.WithValue(ctx, hostKey{}, h)
-	mod, err := instantiate(h.curCtx, r.rt, cm.mod, wazero.NewModuleConfig().WithName("").WithStartFunctions())
+	mod, err := instantiate(h.curCtx, cm.rt, cm.mod, wazero.NewModuleConfig().WithName("").WithStartFunctions())
 	if err != nil {
 		return runtime.Result{ExitCode: -1}, trapError(err)
 	}

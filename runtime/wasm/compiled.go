@@ -1,0 +1,128 @@
+package wasm
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/kptr-dev/kptr/cache"
+)
+
+// Compiled code on disk. With a cache directory (WithCacheDir), each module's
+// compiled code lives in a directory of its own beneath it, named by the
+// SHA-256 of the module's bytes (wazero keeps a subdirectory per wazero
+// version inside). Every compile or run of a module touches its directory,
+// so a prune can tell the code in use from the code left behind.
+
+// compiledDir is where the compiled code of the module whose SHA-256 is sum
+// lives.
+func compiledDir(base, sum string) string { return filepath.Join(base, sum) }
+
+// touch marks dir used now (best effort: a directory that is not there yet
+// is made when the module compiles).
+func touch(dir string) {
+	now := time.Now()
+	_ = os.Chtimes(dir, now, now)
+}
+
+// ModuleSum is the SHA-256 (hex) of b's module, read as a run reads it: what
+// names its compiled code.
+func ModuleSum(b cache.Bundle) (string, error) {
+	code, err := readModule(b)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(code)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// PruneOptions say which compiled code PruneCompiled removes.
+type PruneOptions struct {
+	// Keep holds the sums of the modules whose code stays (those of the
+	// wasm images still cached); the code of any other module goes, and so
+	// does anything else in the directory (an older layout's files).
+	Keep   map[string]bool
+	All    bool          // remove the code of every module, kept or not
+	MaxAge time.Duration // remove code not used for longer than this
+	// Grace keeps code used more recently than this, whatever the rest
+	// says: a running kptr may be compiling or running it.
+	Grace  time.Duration
+	DryRun bool
+}
+
+// PruneReport says what PruneCompiled removed (or would have).
+type PruneReport struct {
+	Removed    []string // module sums (or entry names) removed
+	KeptInUse  []string // would have gone, but used within the grace period
+	FreedBytes int64
+	TotalBytes int64 // what is left
+}
+
+// PruneCompiled removes compiled code from dir (a Runner's cache directory)
+// by the options. A missing dir is nothing to prune.
+func PruneCompiled(dir string, o PruneOptions) (PruneReport, error) {
+	var rep PruneReport
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return rep, nil
+	}
+	if err != nil {
+		return rep, err
+	}
+	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
+	now := time.Now()
+	for _, e := range ents {
+		name := e.Name()
+		info, err := e.Info()
+		if err != nil {
+			continue // gone meanwhile
+		}
+		size := treeSize(filepath.Join(dir, name))
+		age := now.Sub(info.ModTime())
+		doomed := o.All || !isSum(name) || !o.Keep[name] || (o.MaxAge > 0 && age > o.MaxAge)
+		switch {
+		case !doomed:
+			rep.TotalBytes += size
+		case age < o.Grace:
+			rep.KeptInUse = append(rep.KeptInUse, name)
+			rep.TotalBytes += size
+		default:
+			if !o.DryRun {
+				if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+					return rep, err
+				}
+			}
+			rep.Removed = append(rep.Removed, name)
+			rep.FreedBytes += size
+		}
+	}
+	return rep, nil
+}
+
+// isSum reports a name that is a SHA-256 in hex, as compiledDir names.
+func isSum(name string) bool {
+	if len(name) != 2*sha256.Size {
+		return false
+	}
+	_, err := hex.DecodeString(name)
+	return err == nil
+}
+
+// treeSize is the bytes of the regular files beneath p (links not followed).
+func treeSize(p string) int64 {
+	var n int64
+	_ = filepath.WalkDir(p, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
