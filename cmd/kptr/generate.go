@@ -95,6 +95,7 @@ func (g *globals) runGenerate(ctx context.Context, c *cobra.Command, p *policy, 
 	if err := p.applyAppParameters(g.getenv, &g.fnTimeout); err != nil {
 		return withCode(exitUsage, err)
 	}
+	g.allowWasm = p.AllowWasm // the cache resolves wasm images only then
 	if p.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, p.Timeout)
@@ -311,8 +312,14 @@ func renderForGenerate(ctx context.Context, g *globals, p *policy, dir string) (
 	if strings.EqualFold(g.logLevel, "debug") {
 		transcript = g.stderr
 	}
+	var wasmRunner pipeline.Runner
+	if p.AllowWasm {
+		wasmRunner = &causeRunner{next: &policyRunner{next: g.wasmRunner(), allowExec: p.AllowExec, allowNetwork: p.AllowNetwork}, rec: causes}
+	}
 	out, err := pipeline.Render(ctx, dir, pipeline.Options{
 		Resolver:     &causeResolver{next: res, rec: causes},
+		AllowWasm:    p.AllowWasm,
+		WasmRunner:   wasmRunner,
 		Runner:       &causeRunner{next: &policyRunner{next: env, allowExec: p.AllowExec, allowNetwork: p.AllowNetwork}, rec: causes},
 		ExecRunner:   &causeRunner{next: &policyRunner{next: runtime.Host{Timeout: g.fnTimeout, MaxOutput: maxOut}, allowExec: p.AllowExec, allowNetwork: p.AllowNetwork}, rec: causes},
 		ImagePrefix:  g.prefix(),
@@ -349,6 +356,11 @@ func renderForGenerate(ctx context.Context, g *globals, p *policy, dir string) (
 			// The function could not run: the exit code is the cause's
 			// (2 policy refusal or bad reference, 3 registry, cache or sandbox).
 			code = exitCodeOf(cause)
+		}
+		if !p.AllowWasm && errors.Is(causes.get(), cache.ErrWasmNotAllowed) {
+			// the flag kpt names is the operator's setting here
+			msg = strings.Replace(msg, "--allow-alpha-wasm", "the operator's policy (KPTR_ALLOW_WASM / --allow-alpha-wasm)", 1)
+			code = exitUsage // a setting to change, as exec's
 		}
 		return nil, &exitError{code, errors.New(msg)}
 	}

@@ -52,6 +52,9 @@ type policy struct {
 	AllowExec bool
 	// AllowNetwork gives functions the host network instead of loopback only.
 	AllowNetwork bool
+	// AllowWasm runs wasm function images (kpt's alpha --allow-alpha-wasm)
+	// in-process, beside container images.
+	AllowWasm bool
 	// AllowEmpty lets a render that produced no resources succeed.
 	AllowEmpty bool
 	// AnnotationDomain, when set, annotates every resource with the app's
@@ -80,6 +83,7 @@ func policyFlags(fs *pflag.FlagSet, env func(string) string, p *policy) {
 	fs.StringSliceVar(&p.AllowedImages, "allowed-images", allowed, "image glob patterns functions may use, comma-separated; '*' stops at '/', '**' does not (KPTR_ALLOWED_IMAGES)")
 	fs.BoolVar(&p.AllowExec, "allow-exec", envBool(env("KPTR_ALLOW_EXEC")), "allow Kptfile exec: functions (host binaries, unsandboxed) (KPTR_ALLOW_EXEC)")
 	fs.BoolVar(&p.AllowNetwork, "allow-network", envBool(env("KPTR_ALLOW_NETWORK")), "give functions the host network (KPTR_ALLOW_NETWORK)")
+	fs.BoolVar(&p.AllowWasm, "allow-alpha-wasm", envBool(env("KPTR_ALLOW_WASM")), "run wasm function images (js/wasm, wasip1/wasm) in-process, beside container images; alpha, as in kpt (KPTR_ALLOW_WASM)")
 	fs.BoolVar(&p.AllowEmpty, "allow-empty", envBool(env("KPTR_ALLOW_EMPTY")), "succeed when the render produced no resources (KPTR_ALLOW_EMPTY)")
 	fs.StringVar(&p.AnnotationDomain, "annotation-domain", env("KPTR_ANNOTATION_DOMAIN"), "annotate resources with the app's metadata under this domain; an app may choose its own with the annotation-domain parameter (KPTR_ANNOTATION_DOMAIN)")
 	fs.DurationVar(&p.Timeout, "timeout", envDuration(env("KPTR_TIMEOUT"), 0), "time limit of the whole generate call, 0 for none (KPTR_TIMEOUT)")

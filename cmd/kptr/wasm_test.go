@@ -130,3 +130,34 @@ func TestPruneCompiledWasm(t *testing.T) {
 		t.Errorf("code used within the hour was removed by --all:\n%s", out)
 	}
 }
+
+// kptr generate runs a wasm image when the operator allows it
+// (KPTR_ALLOW_WASM), as fn render --allow-alpha-wasm does; without it the
+// one line names the operator's setting, and nothing renders.
+func TestGenerateWasm(t *testing.T) {
+	reg := registry.Start(t)
+	ref := reg.Addr + "/kpt-fn-demo/set-namespace:v0.5.0"
+	fnimage.PushIndex(t, fnimage.WasmIndex(t, fnimage.WasmModule(t, "set-namespace", "js"), fnimage.PlatformJS), ref)
+	app := t.TempDir()
+	for name, body := range map[string]string{
+		"Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators:\n" +
+			"    - image: " + ref + "\n      configMap:\n        namespace: staging\n",
+		"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n",
+	} {
+		if err := os.WriteFile(filepath.Join(app, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := map[string]string{"KPTR_CACHE_DIR": t.TempDir(), "KPTR_PROGRESS": "none", "HOME": t.TempDir(),
+		"KPTR_ALLOWED_IMAGES": reg.Addr + "/**"}
+	code, stdout, stderr := runGenerateCmd(t, app, env)
+	if code != 2 || stdout != "" || !strings.Contains(stderr, "wasm functions run only with the operator's policy (KPTR_ALLOW_WASM / --allow-alpha-wasm)") ||
+		strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+		t.Fatalf("without KPTR_ALLOW_WASM: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	env["KPTR_ALLOW_WASM"] = "true"
+	code, stdout, stderr = runGenerateCmd(t, app, env)
+	if code != 0 || !strings.Contains(stdout, "namespace: staging") || !strings.Contains(stdout, "name: cm") {
+		t.Fatalf("with KPTR_ALLOW_WASM: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+}
