@@ -2,7 +2,9 @@ package runtime
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,13 +13,14 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
 
 // A probe's verdict is cached in the run-state directory (DefaultStateDir:
 // $XDG_RUNTIME_DIR/kptr or $TMPDIR/kptr-run-<uid>, private to the user, see
-// EnsurePrivateDir), one file per tier, so that a kptr process does not
+// EnsurePrivateDir), one file per tier and kptr build, so that a kptr process does not
 // start probe children in throw-away namespaces every time (about a third
 // of a trivial `kptr fn eval`). A verdict is used only while its key still
 // describes the process: VerdictKeyNow reads, cheaply (no child, no
@@ -86,7 +89,46 @@ type Verdict struct {
 	Tier json.RawMessage `json:",omitempty"`
 }
 
-func verdictName(tier string) string { return "probe-verdict-" + tier + ".json" }
+// verdictName is the file of tier's verdict for this kptr build: each build
+// keeps its own, so that two builds run by one user (an upgrade rolling
+// out, a benchmark comparing two) do not replace each other's verdict and
+// probe on every run.
+func verdictName(tier string) string {
+	sum := sha256.Sum256([]byte(GoBuildID()))
+	return verdictPrefix(tier) + hex.EncodeToString(sum[:6]) + ".json"
+}
+
+func verdictPrefix(tier string) string { return "probe-verdict-" + tier + "-" }
+
+// staleVerdictAge is how long another build's verdict stays unused before a
+// store removes it (a build that still runs then probes once and stores it
+// again).
+const staleVerdictAge = time.Hour
+
+// dropStaleVerdicts removes the verdicts of tier that other builds stored
+// more than staleVerdictAge ago, and the single file earlier kptr versions
+// kept for every build.
+func dropStaleVerdicts(root *os.Root, tier string) {
+	f, err := root.Open(".")
+	if err != nil {
+		return
+	}
+	names, _ := f.Readdirnames(-1)
+	f.Close()
+	mine := verdictName(tier)
+	for _, n := range names {
+		if n == "probe-verdict-"+tier+".json" {
+			_ = root.Remove(n)
+			continue
+		}
+		if n == mine || !strings.HasPrefix(n, verdictPrefix(tier)) || !strings.HasSuffix(n, ".json") {
+			continue
+		}
+		if fi, err := root.Lstat(n); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) > staleVerdictAge {
+			_ = root.Remove(n)
+		}
+	}
+}
 
 // contextFiles are read into VerdictKey.Context: the process's
 // confinement and the sysctls that gate user namespaces.
@@ -261,6 +303,7 @@ func storeVerdict(v Verdict) error {
 		_ = root.Remove(tmp)
 		return fmt.Errorf("probe verdict in %s: %w", v.Key.StateDir, err)
 	}
+	dropStaleVerdicts(root, v.Key.Tier)
 	return nil
 }
 

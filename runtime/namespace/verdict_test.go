@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/kptr-dev/kptr/runtime"
 )
@@ -84,8 +85,18 @@ func TestProbeVerdictChangedKeyReprobes(t *testing.T) {
 		{"state directory recreated", func(t *testing.T) {
 			b, err := os.ReadFile(runtime.VerdictPath(verdictNamespace, dir))
 			must(t, err)
+			before, err := os.Stat(dir)
+			must(t, err)
 			must(t, os.RemoveAll(dir))
+			// a file system may give the new directory the old one's inode:
+			// hold that one with another directory meanwhile
+			hold := dir + ".hold"
+			must(t, os.Mkdir(hold, 0o700))
+			defer os.Remove(hold)
 			must(t, runtime.EnsurePrivateDir(dir))
+			if after, err := os.Stat(dir); err != nil || os.SameFile(before, after) {
+				t.Fatalf("the recreated directory is the same file: %v", err)
+			}
 			must(t, os.WriteFile(runtime.VerdictPath(verdictNamespace, dir), b, 0o600))
 		}},
 		{"another key field", func(t *testing.T) {
@@ -105,6 +116,52 @@ func TestProbeVerdictChangedKeyReprobes(t *testing.T) {
 				t.Fatal("the new verdict was not stored")
 			}
 		})
+	}
+}
+
+// Two kptr builds run by one user keep a verdict each: run alternately,
+// neither probes again (they replaced each other's single file before).
+// Storing a verdict removes other builds' verdicts unused for an hour and
+// the file earlier versions kept for every build.
+func TestProbeVerdictPerBuild(t *testing.T) {
+	dir, nsCalls := fakeProbes(t, okResults, okFeat)
+	real := runtime.GoBuildID
+	t.Cleanup(func() { runtime.GoBuildID = real })
+	builds := []func() string{real, func() string { return "another-build" }}
+	for _, b := range builds {
+		runtime.GoBuildID = b
+		if _, _, cached := ProbeCached(false); cached {
+			t.Fatal("a first run of a build found a verdict")
+		}
+	}
+	probes := *nsCalls
+	for round := 0; round < 3; round++ {
+		for _, b := range builds {
+			runtime.GoBuildID = b
+			if _, _, cached := ProbeCached(false); !cached {
+				t.Fatalf("round %d: a build lost its verdict to the other's", round)
+			}
+		}
+	}
+	if *nsCalls != probes {
+		t.Fatalf("probes %d → %d while two builds alternated", probes, *nsCalls)
+	}
+	runtime.GoBuildID = builds[1]
+	other := runtime.VerdictPath(verdictNamespace, dir)
+	legacy := filepath.Join(dir, "probe-verdict-"+verdictNamespace+".json")
+	must(t, os.WriteFile(legacy, []byte("{}"), 0o600))
+	old := time.Now().Add(-2 * time.Hour)
+	must(t, os.Chtimes(other, old, old))
+	runtime.GoBuildID = func() string { return "a third build" }
+	ProbeCached(false) // probes and stores
+	for _, p := range []string{other, legacy} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s survived a store", filepath.Base(p))
+		}
+	}
+	runtime.GoBuildID = real
+	if _, err := os.Lstat(runtime.VerdictPath(verdictNamespace, dir)); err != nil {
+		t.Errorf("a build's verdict stored within the hour was removed: %v", err)
 	}
 }
 
