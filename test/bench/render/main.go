@@ -74,9 +74,13 @@ func main() {
 		startRuns = flag.Int("startup-runs", 20, "runs of each start-up way")
 		memoRuns  = flag.Int("memo-runs", 3, "rounds of the memo measurements (0: skip)")
 		keep      = flag.Bool("keep", false, "keep the work directory")
+		images    = flag.String("images", imagesFixture, "image set: "+imagesFixture+" (minimal fixture images, the default: earlier rows' set) or "+imagesCatalog+" (images shaped like the catalog's: alpine-like base, 20–40 MB dynamically linked binaries, a Starlark validator)")
 	)
 	flag.Parse()
-	b, err := setup(*kptr, *kpt, *bwrap)
+	if *images != imagesFixture && *images != imagesCatalog {
+		fatal(fmt.Errorf("-images: %q is neither %s nor %s", *images, imagesFixture, imagesCatalog))
+	}
+	b, err := setup(*kptr, *kpt, *bwrap, *images)
 	if err != nil {
 		fatal(err)
 	}
@@ -154,6 +158,7 @@ type bench struct {
 	kptSkip     string // why
 	bwrap       string // "" when absent or not working here
 	bwrapSkip   string
+	images      string            // the image set (-images)
 	memoFlag    bool              // fn render and generate both know --memo
 	bin         map[string]string // fixture → binary under root/bin
 	versions    []string
@@ -161,7 +166,7 @@ type bench struct {
 
 // setup compiles the fixtures, builds their images into an OCI layout and
 // imports it into a cache of its own, and finds the tools.
-func setup(kptr, kpt, bwrap string) (*bench, error) {
+func setup(kptr, kpt, bwrap, images string) (*bench, error) {
 	root, err := os.MkdirTemp("", "kptr-bench-render-")
 	if err != nil {
 		return nil, err
@@ -171,7 +176,7 @@ func setup(kptr, kpt, bwrap string) (*bench, error) {
 	if err := os.Chmod(root, 0o755); err != nil {
 		return nil, err
 	}
-	b := &bench{root: root, cache: filepath.Join(root, "cache"), bin: map[string]string{}}
+	b := &bench{root: root, cache: filepath.Join(root, "cache"), bin: map[string]string{}, images: images}
 	if _, err := os.Stat(timeBin); err != nil {
 		fmt.Fprintf(os.Stderr, "bench-render: %s not found: peak RSS not measured\n", timeBin)
 		timeBin = ""
@@ -198,12 +203,16 @@ func setup(kptr, kpt, bwrap string) (*bench, error) {
 	}
 
 	fixtures := append(slices.Clone(pkggen.Fixtures), "cat")
-	var images []fnimage.Named
 	if err := os.MkdirAll(filepath.Join(root, "bin"), 0o755); err != nil {
 		return nil, err
 	}
+	compile, shape := fnimage.Compile, fnimage.WithMountPoints()
+	if images == imagesCatalog {
+		compile, shape = fnimage.CompileCatalogShaped, fnimage.WithCatalogShape()
+	}
+	var named []fnimage.Named
 	for _, f := range fixtures {
-		src, err := fnimage.Compile(f)
+		src, err := compile(imageFixture(images, f))
 		if err != nil {
 			return nil, fmt.Errorf("fixture %s: %w", f, err)
 		}
@@ -211,17 +220,19 @@ func setup(kptr, kpt, bwrap string) (*bench, error) {
 		if err := copyFile(src, b.bin[f], 0o755); err != nil {
 			return nil, err
 		}
-		images = append(images, fnimage.Named{Ref: pkggen.ImageRef(f), Fixture: f})
+		named = append(named, fnimage.Named{Ref: pkggen.ImageRef(f), Fixture: imageFixture(images, f)})
 	}
 	layout := filepath.Join(root, "images")
-	if _, err := fnimage.WriteLayout(layout, images, fnimage.WithOCIMediaTypes(), fnimage.WithMountPoints()); err != nil {
+	if _, err := fnimage.WriteLayout(layout, named, fnimage.WithOCIMediaTypes(), shape); err != nil {
 		return nil, err
 	}
 	if out, err := exec.Command(b.kptr, "cache", "import", "--cache-dir", b.cache, layout).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("kptr cache import: %v: %s", err, out)
 	}
 
-	if _, err := os.Stat(bwrap); err != nil {
+	if images == imagesCatalog {
+		b.bwrapSkip = "bubblewrap binds the bare binary, which the catalog-shaped (dynamically linked) ones cannot run alone: its column skipped"
+	} else if _, err := os.Stat(bwrap); err != nil {
 		b.bwrapSkip = fmt.Sprintf("bubblewrap not found at %s: its column skipped", bwrap)
 	} else {
 		probe := exec.Command(bwrap, bwrapArgs(b.bin["cat"])...)
@@ -259,6 +270,7 @@ func (b *bench) header() {
 	uname, _ := exec.Command("uname", "-sr").Output()
 	fmt.Printf("machine: %s, %s, %d CPUs, %s RAM, uid %d; load average at the start: %s\n",
 		host, strings.TrimSpace(string(uname)), nproc(), memTotal(), os.Getuid(), loadavg())
+	fmt.Println("images:", b.imagesLine())
 	for _, v := range b.versions {
 		fmt.Println("measured:", v)
 	}
@@ -428,6 +440,11 @@ func (b *bench) render(n, runs int) (sizeResult, error) {
 	for v, fn := range variants {
 		if err := pkggen.Write(filepath.Join(dir, v), pkggen.Options{Resources: n, Function: fn}); err != nil {
 			return sizeResult{}, err
+		}
+		if b.images == imagesCatalog {
+			if err := useStarlarkPolicy(filepath.Join(dir, v)); err != nil {
+				return sizeResult{}, err
+			}
 		}
 	}
 	// The functions' inputs, as kptr gives them: each exec: entry of the
