@@ -744,9 +744,11 @@ type startupResult struct {
 const (
 	upKptr     = "kptr fn eval -i (sandbox)"
 	upKptrNone = "kptr fn eval -i --sandbox none"
-	upKpt      = "kpt fn eval --exec"
-	upBwrap    = "bwrap, the binary directly"
-	upBare     = "bare exec of the binary"
+	// upKptrLandlock: the landlock tier, where it works here.
+	upKptrLandlock = "kptr fn eval -i --sandbox landlock"
+	upKpt          = "kpt fn eval --exec"
+	upBwrap        = "bwrap, the binary directly"
+	upBare         = "bare exec of the binary"
 )
 
 // startup measures a warm run of the trivial function each way.
@@ -785,6 +787,14 @@ func (b *bench) startup(runs int) (startupResult, error) {
 		{upKptrNone, func() (sample, error) {
 			return b.evalIn(fresh, b.kptr, append(slices.Clone(kptrEval), "--sandbox", "none"))
 		}},
+	}
+	landlockEval := func() (sample, error) {
+		return b.evalIn(fresh, b.kptr, append(slices.Clone(kptrEval), "--sandbox", "landlock"))
+	}
+	if _, err := landlockEval(); err != nil {
+		fmt.Fprintf(os.Stderr, "bench-render: kptr --sandbox landlock does not work here (%v): its start-up row skipped\n", err)
+	} else {
+		ways = append(ways, upWay{upKptrLandlock, landlockEval})
 	}
 	if b.kpt != "" {
 		ways = append(ways, upWay{upKpt, func() (sample, error) {
