@@ -125,27 +125,37 @@ func libcEntries(exe string) ([]entry, error) {
 			es = append(es, e)
 		}
 	}
-	// The loader: its real file, and the PT_INTERP path as a link to it
-	// when that is one on the host (/lib64/ld-linux-x86-64.so.2 on Debian).
-	real, err := filepath.EvalSymlinks(interp)
-	if err != nil {
+	// Everything in /lib/<multiarch> (a directory, as in alpine and in
+	// images without merged /usr), where the loader looks first without an
+	// ld.so.cache; the PT_INTERP path (/lib64/ld-linux-x86-64.so.2) links
+	// to the loader there.
+	libdir := "lib/" + multiarch()
+	copyIn := func(host, name string) error {
+		r, err := filepath.EvalSymlinks(host)
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(r)
+		if err != nil {
+			return err
+		}
+		add(name, entry{name: name, mode: 0o755, data: b})
+		return nil
+	}
+	loader := libdir + "/" + filepath.Base(mustEval(interp))
+	if err := copyIn(interp, loader); err != nil {
 		return nil, fmt.Errorf("dynamic loader %s: %w", interp, err)
 	}
-	b, err := os.ReadFile(real)
-	if err != nil {
-		return nil, err
-	}
-	add(strings.TrimPrefix(real, "/"), entry{name: strings.TrimPrefix(real, "/"), mode: 0o755, data: b})
-	if real != interp {
-		rel, err := filepath.Rel(filepath.Dir(interp), real)
+	if in := strings.TrimPrefix(interp, "/"); in != loader {
+		rel, err := filepath.Rel(filepath.Dir(in), loader)
 		if err != nil {
 			return nil, err
 		}
-		add(strings.TrimPrefix(interp, "/"), entry{name: strings.TrimPrefix(interp, "/"), link: rel})
+		add(in, entry{name: in, link: rel})
 	}
 	for _, lib := range needed {
 		var found string
-		for _, d := range []string{filepath.Dir(real), "/lib/" + multiarch(), "/usr/lib/" + multiarch(), "/lib64", "/lib"} {
+		for _, d := range []string{"/lib/" + multiarch(), "/usr/lib/" + multiarch(), "/lib64", "/lib"} {
 			if fileExists(filepath.Join(d, lib)) {
 				found = filepath.Join(d, lib)
 				break
@@ -154,18 +164,19 @@ func libcEntries(exe string) ([]entry, error) {
 		if found == "" {
 			return nil, fmt.Errorf("%s needs %s, not found on this machine", exe, lib)
 		}
-		r, err := filepath.EvalSymlinks(found)
-		if err != nil {
+		if err := copyIn(found, libdir+"/"+lib); err != nil {
 			return nil, err
 		}
-		b, err := os.ReadFile(r)
-		if err != nil {
-			return nil, err
-		}
-		name := strings.TrimPrefix(filepath.Join(filepath.Dir(found), lib), "/")
-		add(name, entry{name: name, mode: 0o755, data: b})
 	}
 	return es, nil
+}
+
+// mustEval is p with its links resolved, or p.
+func mustEval(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
 }
 
 // multiarch is Debian's library directory name for this architecture.
