@@ -150,3 +150,15 @@ func (b *bench) imagesLine() string {
 	}
 	return b.images + " (" + strings.Join(parts, ", ") + ")"
 }
+
+// ownTmpDir makes a TMPDIR under the work directory for the kptr binary
+// bin (see tmpDirs), traversable by the sandboxes' uids as the run-state
+// directory must be.
+func (b *bench) ownTmpDir(bin, name string) error {
+	d := filepath.Join(b.root, name)
+	if err := os.Mkdir(d, 0o755); err != nil {
+		return err
+	}
+	tmpDirs[bin] = d
+	return nil
+}

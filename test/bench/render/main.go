@@ -74,6 +74,7 @@ func main() {
 		startRuns = flag.Int("startup-runs", 20, "runs of each start-up way")
 		memoRuns  = flag.Int("memo-runs", 3, "rounds of the memo measurements (0: skip)")
 		keep      = flag.Bool("keep", false, "keep the work directory")
+		base      = flag.String("kptr-base", "", "a second kptr build (e.g. main's) measured interleaved with -kptr, sandboxed and --sandbox none, in rows of its own: an A/B comparison of a change under the same load")
 		images    = flag.String("images", imagesFixture, "image set: "+imagesFixture+" (minimal fixture images, the default: earlier rows' set) or "+imagesCatalog+" (images shaped like the catalog's: alpine-like base, 20–40 MB dynamically linked binaries, a Starlark validator)")
 	)
 	flag.Parse()
@@ -83,6 +84,20 @@ func main() {
 	b, err := setup(*kptr, *kpt, *bwrap, *images)
 	if err != nil {
 		fatal(err)
+	}
+	b.keep = *keep
+	if *base != "" {
+		if b.base, err = filepath.Abs(*base); err != nil {
+			fatal(err)
+		}
+		if err := b.ownTmpDir(b.base, "tmp-base"); err != nil {
+			fatal(err)
+		}
+		out, err := exec.Command(b.base, "version").CombinedOutput()
+		if err != nil {
+			fatal(fmt.Errorf("%s version: %v: %s", b.base, err, out))
+		}
+		b.versions = append(b.versions, "kptr base (-kptr-base) "+strings.TrimSpace(string(out)))
 	}
 	if !*keep {
 		defer os.RemoveAll(b.root)
@@ -154,11 +169,13 @@ func parseRuns(spec string) func(int) int {
 type bench struct {
 	root, cache string
 	kptr        string
+	base        string // -kptr-base: "" when not compared
 	kpt         string // "" when absent
 	kptSkip     string // why
 	bwrap       string // "" when absent or not working here
 	bwrapSkip   string
 	images      string            // the image set (-images)
+	keep        bool              // -keep: the work directory stays
 	memoFlag    bool              // fn render and generate both know --memo
 	bin         map[string]string // fixture → binary under root/bin
 	versions    []string
@@ -182,6 +199,9 @@ func setup(kptr, kpt, bwrap, images string) (*bench, error) {
 		timeBin = ""
 	}
 	if b.kptr, err = filepath.Abs(kptr); err != nil {
+		return nil, err
+	}
+	if err := b.ownTmpDir(b.kptr, "tmp-kptr"); err != nil {
 		return nil, err
 	}
 	out, err := exec.Command(b.kptr, "version").CombinedOutput()
@@ -293,6 +313,13 @@ type sample struct {
 	ownKB     int64 // the tool's own process: its last VmHWM seen
 }
 
+// tmpDirs gives each measured kptr build its own TMPDIR, so its own
+// run-state directory: the sandbox tiers cache their probe verdict there,
+// keyed by the build, and two builds (-kptr-base, or another kptr run on
+// the machine meanwhile) sharing one would each replace the other's and
+// start a probe child (a second start of kptr, about 20 ms) on every run.
+var tmpDirs = map[string]string{}
+
 // timeBin is GNU time, through which every measured command runs: a child
 // that Go starts (vfork, then exec) inherits the peak RSS of the Go process
 // that started it, so its own ru_maxrss would report at least this
@@ -310,6 +337,7 @@ func runCmd(cmd *exec.Cmd) (sample, error) {
 		cmd.Stdout = io.Discard
 	}
 	cmd.Stderr = &errb
+	cmd.Args[0] = cmd.Path // tmpDirs is keyed by the binary's path
 	var rssFile string
 	if timeBin != "" {
 		f, err := os.CreateTemp("", "kptr-bench-rss-")
@@ -324,6 +352,9 @@ func runCmd(cmd *exec.Cmd) (sample, error) {
 	}
 	if cmd.Env == nil {
 		cmd.Env = cleanEnv()
+		if d := tmpDirs[cmd.Args[0]]; d != "" {
+			cmd.Env = append(cmd.Env, "TMPDIR="+d)
+		}
 	}
 	start := time.Now()
 	err := cmd.Start()
@@ -420,8 +451,11 @@ const (
 	// wayKptrLandlock: the landlock tier (no namespaces).
 	wayKptrLandlock = "kptr --sandbox landlock"
 	wayKpt          = "kpt exec mode"
-	wayBwrap        = "kpt exec mode + bwrap"
-	wayFns          = "functions alone"
+	// wayBase, wayBaseNone: the -kptr-base build, for A/B comparisons.
+	wayBase     = "kptr base"
+	wayBaseNone = "kptr base --sandbox none"
+	wayBwrap    = "kpt exec mode + bwrap"
+	wayFns      = "functions alone"
 )
 
 // render measures the realistic package of n resources.
@@ -479,13 +513,14 @@ func (b *bench) render(n, runs int) (sizeResult, error) {
 		return sizeResult{}, err
 	}
 
-	kptrRender := func(extra ...string) func(string) (sample, error) {
+	kptrRenderWith := func(bin string, extra ...string) func(string) (sample, error) {
 		return func(d string) (sample, error) {
 			args := append([]string{"fn", "render", d, "--offline", "--cache-dir", b.cache, "--progress", "none"}, b.noMemo()...)
 			args = append(args, extra...)
-			return runCmd(exec.Command(b.kptr, args...))
+			return runCmd(exec.Command(bin, args...))
 		}
 	}
+	kptrRender := func(extra ...string) func(string) (sample, error) { return kptrRenderWith(b.kptr, extra...) }
 	kptRender := func(d string) (sample, error) {
 		return runCmd(exec.Command(b.kpt, "fn", "render", d, "--allow-exec"))
 	}
@@ -509,6 +544,10 @@ func (b *bench) render(n, runs int) (sizeResult, error) {
 		if b.bwrap != "" {
 			ways = append(ways, way{name: wayBwrap, pkg: "bwrap", run: kptRender})
 		}
+	}
+	if b.base != "" {
+		ways = append(ways, way{name: wayBase, pkg: "image", run: kptrRenderWith(b.base)},
+			way{name: wayBaseNone, pkg: "image", run: kptrRenderWith(b.base, "--sandbox", "none")})
 	}
 	ways = append(ways, way{name: wayFns, run: func(string) (sample, error) {
 		var total sample
@@ -563,8 +602,10 @@ func (b *bench) render(n, runs int) (sizeResult, error) {
 			fmt.Fprintf(os.Stderr, "  round %d %-24s %8.3f s\n", r+1, w.name, s.wall.Seconds())
 		}
 	}
-	os.RemoveAll(work)
-	os.RemoveAll(dir)
+	if !b.keep { // -keep leaves the packages for a closer look
+		os.RemoveAll(work)
+		os.RemoveAll(dir)
+	}
 	res.print()
 	return res, nil
 }
@@ -746,6 +787,7 @@ const (
 	upKptrNone = "kptr fn eval -i --sandbox none"
 	// upKptrLandlock: the landlock tier, where it works here.
 	upKptrLandlock = "kptr fn eval -i --sandbox landlock"
+	upBase         = "kptr base fn eval -i (sandbox)"
 	upKpt          = "kpt fn eval --exec"
 	upBwrap        = "bwrap, the binary directly"
 	upBare         = "bare exec of the binary"
@@ -787,6 +829,9 @@ func (b *bench) startup(runs int) (startupResult, error) {
 		{upKptrNone, func() (sample, error) {
 			return b.evalIn(fresh, b.kptr, append(slices.Clone(kptrEval), "--sandbox", "none"))
 		}},
+	}
+	if b.base != "" {
+		ways = append(ways, upWay{upBase, func() (sample, error) { return b.evalIn(fresh, b.base, kptrEval) }})
 	}
 	landlockEval := func() (sample, error) {
 		return b.evalIn(fresh, b.kptr, append(slices.Clone(kptrEval), "--sandbox", "landlock"))
@@ -995,11 +1040,20 @@ func (b *bench) goals(rs []sizeResult, st startupResult, m *memoResult) {
 				ratio := median(ll, wallOf) / median(r.samples[wayKptrNone], wallOf)
 				row("(not a goal) at 50 resources, the landlock tier against --sandbox none", fmt.Sprintf("%.2f×", ratio), false, false)
 			}
+			if bs := r.samples[wayBase]; len(bs) > 0 {
+				ratio := median(bs, wallOf) / median(r.samples[wayBaseNone], wallOf)
+				row("(A/B) at 50 resources, the -kptr-base build sandboxed against its --sandbox none", fmt.Sprintf("%.2f×", ratio), false, false)
+			}
 		}
 	}
 	if k := st.samples[upKpt]; len(k) > 0 {
 		ratio := median(st.samples[upKptr], wallOf) / median(k, wallOf)
 		row("3: warm kptr fn eval of a trivial function ≤ 0.5× kpt fn eval --exec", fmt.Sprintf("%.2f× (%s vs %s)", ratio, fmtMs(median(st.samples[upKptr], wallOf)), fmtMs(median(k, wallOf))), ratio <= 0.5, true)
+	}
+	if ll := st.samples[upKptrLandlock]; len(ll) > 0 {
+		ns, l := median(st.samples[upKptr], wallOf), median(ll, wallOf)
+		row(fmt.Sprintf("issue 26: warm kptr fn eval of a trivial function (%s images), the namespace tier not slower than the landlock tier", b.images),
+			fmt.Sprintf("%s vs %s (%.2f×)", fmtMs(ns), fmtMs(l), ns/l), ns <= l, true)
 	}
 	row("3: cold sandbox start ≤ 1.5× bubblewrap's", "runtime's BenchmarkRun below (kptr vs bwrap medians)", false, false)
 	if m != nil {
