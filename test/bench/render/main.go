@@ -37,6 +37,12 @@
 //     with `--memo=on` when kptr knows the flag, otherwise printed as not
 //     available and the no-memo baseline measured.
 //
+// -images catalog-shaped measures images shaped like the catalog's instead
+// of the minimal fixture ones (catalog.go; make bench-render runs it at 50
+// resources after the default run). -kptr-base OLD adds an older build's
+// rows, interleaved with the measured one's, for an A/B comparison under
+// the same load. Each kptr build runs with a TMPDIR of its own (tmpDirs).
+//
 // The cold sandbox start against bubblewrap's is runtime's BenchmarkRun,
 // which make bench-render runs after this.
 package main
@@ -337,7 +343,7 @@ func runCmd(cmd *exec.Cmd) (sample, error) {
 		cmd.Stdout = io.Discard
 	}
 	cmd.Stderr = &errb
-	cmd.Args[0] = cmd.Path // tmpDirs is keyed by the binary's path
+	tmpDir := tmpDirs[cmd.Path] // before cmd becomes time's
 	var rssFile string
 	if timeBin != "" {
 		f, err := os.CreateTemp("", "kptr-bench-rss-")
@@ -352,8 +358,8 @@ func runCmd(cmd *exec.Cmd) (sample, error) {
 	}
 	if cmd.Env == nil {
 		cmd.Env = cleanEnv()
-		if d := tmpDirs[cmd.Args[0]]; d != "" {
-			cmd.Env = append(cmd.Env, "TMPDIR="+d)
+		if tmpDir != "" {
+			cmd.Env = append(cmd.Env, "TMPDIR="+tmpDir)
 		}
 	}
 	start := time.Now()
