@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
 	"strings"
@@ -168,6 +169,15 @@ func libcEntries(exe string) ([]entry, error) {
 			return nil, err
 		}
 	}
+	// /etc/ld.so.cache, as Debian-based images have it (the glibc loader
+	// otherwise probes a dozen hardware-capability directories per
+	// library before it finds it).
+	cache, err := ldCache(es, "/"+libdir)
+	if err != nil {
+		return nil, err
+	}
+	es = append(es, entry{name: "etc/ld.so.conf", mode: 0o644, data: []byte("/" + libdir + "\n")},
+		entry{name: "etc/ld.so.cache", mode: 0o644, data: cache})
 	return es, nil
 }
 
@@ -177,6 +187,45 @@ func mustEval(p string) string {
 		return r
 	}
 	return p
+}
+
+// ldCache is the ld.so.cache the host's ldconfig (Debian's libc-bin) makes
+// for the libraries among es, in a scratch tree: the same bytes for the
+// same libraries.
+func ldCache(es []entry, libdir string) ([]byte, error) {
+	ldconfig, err := exec.LookPath("ldconfig")
+	if err != nil {
+		if ldconfig, err = exec.LookPath("/sbin/ldconfig"); err != nil {
+			return nil, fmt.Errorf("catalog-shaped base needs ldconfig (Debian's libc-bin): %w", err)
+		}
+	}
+	tmp, err := os.MkdirTemp("", "kptr-fnimage-ld-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	for _, e := range es {
+		if e.link != "" || e.data == nil || !strings.HasPrefix("/"+e.name, libdir+"/") {
+			continue
+		}
+		p := filepath.Join(tmp, e.name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(p, e.data, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(tmp, "etc"), 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "etc", "ld.so.conf"), []byte(libdir+"\n"), 0o644); err != nil {
+		return nil, err
+	}
+	if out, err := exec.Command(ldconfig, "-r", tmp, "-X").CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("ldconfig: %v: %s", err, out)
+	}
+	return os.ReadFile(filepath.Join(tmp, "etc", "ld.so.cache"))
 }
 
 // multiarch is Debian's library directory name for this architecture.

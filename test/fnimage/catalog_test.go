@@ -47,7 +47,7 @@ func TestCatalogShape(t *testing.T) {
 			t.Fatal(err)
 		}
 		f := file{typ: h.Typeflag, link: h.Linkname}
-		if h.Typeflag == tar.TypeReg && strings.HasPrefix(h.Name, "usr/local/bin/") || strings.HasPrefix(h.Name, "lib") {
+		if h.Typeflag == tar.TypeReg && (strings.HasPrefix(h.Name, "usr/local/bin/") || strings.HasPrefix(h.Name, "lib")) {
 			f.data, _ = io.ReadAll(tr)
 		}
 		files[strings.TrimSuffix(h.Name, "/")] = f
@@ -97,6 +97,9 @@ func TestCatalogShape(t *testing.T) {
 	}
 	if f := resolve(interp); f.typ != tar.TypeReg || len(f.data) == 0 {
 		t.Errorf("the loader %s is not in the image", interp)
+	}
+	if f := files["etc/ld.so.cache"]; f.typ != tar.TypeReg {
+		t.Error("no /etc/ld.so.cache")
 	}
 	libs, _ := ef.ImportedLibraries()
 	if len(libs) == 0 {
