@@ -26,6 +26,7 @@ const (
 // of the body, then the body in host byte order:
 //
 //	u64 cloneflags, u32 options (NSINIT_OPT_*), str root, strs tree targets,
+//	u32 number of cgroup files to join,
 //	u32 n, n × {str source, str target, str fstype, u64 flags, str data, u32 create,
 //	            u32 n, n × {u32 mode, str path}},
 //	strs devices, strs mask paths, strs read-only paths, str hostname,
@@ -63,6 +64,12 @@ func encode(s *Spec) ([]byte, error) {
 			e.fail("tree "+t.Target, "no descriptor")
 		}
 		e.abs("tree target", t.Target)
+	}
+	e.count("cgroups to join", len(s.JoinCgroups), C.NSINIT_MAX_CGROUPS)
+	for _, f := range s.JoinCgroups {
+		if f == nil {
+			e.fail("cgroup to join", "no descriptor")
+		}
 	}
 	e.count("mounts", len(s.Mounts), maxCount)
 	for i, m := range s.Mounts {

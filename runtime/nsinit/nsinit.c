@@ -96,6 +96,7 @@ struct spec {
 	const char *root;
 	uint32_t ntrees;
 	const char **trees; // targets of the detached trees at fds syncfd+1...
+	uint32_t ncgroups;  // cgroup files to join, at the fds after the trees
 	uint32_t nmounts, ndevices, nmasks, nreadonly, nrlimits, nargs, nenv, nfilter;
 	struct mnt *mounts;
 	const char **devices, **masks, **readonly;
@@ -198,6 +199,9 @@ static void parse(const char *buf, size_t len, struct spec *s)
 	for (uint32_t i = 0; i < s->ntrees; i++)
 		if (s->trees[i][0] != '/')
 			bad("tree target not absolute");
+	s->ncgroups = u32(&c);
+	if (s->ncgroups > NSINIT_MAX_CGROUPS)
+		bad("cgroup count");
 	s->nmounts = count(&c, 4 * 5 + 8 + 4 + 4, NSINIT_MAX_COUNT, "mount count");
 	s->mounts = alloc(s->nmounts, sizeof(*s->mounts));
 	for (uint32_t i = 0; i < s->nmounts; i++) {
@@ -819,6 +823,25 @@ static void namespaces(const struct spec *s)
 	_exit(0);
 }
 
+// join_cgroups moves the init into each cgroup whose cgroup v1 "tasks" file
+// the parent opened for it (Spec.JoinCgroups), by writing 0 ("the writing
+// thread") to it, and closes it. A thread that moves itself takes no global
+// lock in the kernel, where a write of another process's pid to
+// cgroup.procs write-locks every thread group and waits for an RCU grace
+// period (about 10 ms here): the largest single cost of a start. The
+// kernel checks the write against the credentials of the file's opener
+// (kptr), not the init's. Any failure ends the init: a run never starts
+// outside its cgroups.
+static void join_cgroups(const struct spec *s)
+{
+	for (uint32_t i = 0; i < s->ncgroups; i++) {
+		int fd = syncfd + 1 + (int)s->ntrees + (int)i;
+		if (write(fd, "0", 1) != 1)
+			fail(errno, "join cgroup", NULL);
+		close(fd);
+	}
+}
+
 // container is the container's init, pid 1 of its pid namespace: it waits
 // for the parent's go, sets the container up, reports ready, waits for the
 // release and executes the function.
@@ -835,8 +858,9 @@ static int container(void *arg)
 	readfull(&go, 1);
 	if (go != NSINIT_GO_SETUP)
 		bad("expected the set-up");
-	// Now: the parent has joined the init to its cgroups, which become the
-	// namespace's root.
+	join_cgroups(s);
+	// Now: the init is in its cgroups (the parent joined it, or it joined
+	// them itself), which become the namespace's root.
 	if ((s->cloneflags & CLONE_NEWCGROUP) && unshare(CLONE_NEWCGROUP) < 0)
 		fail(errno, "unshare", "cgroup");
 	filesystem(s);
@@ -865,10 +889,10 @@ static void init(void)
 		fail(errno, "close_range", NULL);
 	buf = read_spec(syncfd, NSINIT_MAGIC, &len);
 	parse(buf, len, &spec);
-	// Nothing but fds 0-2, the sync socket and the trees (attached and
-	// closed before the pivot) may reach the function; the socket is
-	// closed by execve.
-	if (syscall(SYS_close_range, syncfd + 1 + spec.ntrees, ~0U, 0) < 0)
+	// Nothing but fds 0-2, the sync socket, the trees (attached and closed
+	// before the pivot) and the cgroup files (closed once joined) may reach
+	// the function; the socket is closed by execve.
+	if (syscall(SYS_close_range, syncfd + 1 + spec.ntrees + spec.ncgroups, ~0U, 0) < 0)
 		fail(errno, "close_range", NULL);
 	namespaces(&spec); // does not return
 }

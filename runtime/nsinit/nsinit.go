@@ -34,7 +34,7 @@
 // runtime.onStableThread):
 //
 //	p, err := nsinit.Start(spec, exe, stdin, stdout, stderr) // namespaces exist, nothing set up
-//	// the caller joins the init to its cgroups here (p.Pid())
+//	// the caller joins the init to its cgroups here (p.Pid()), unless spec.JoinCgroups
 //	err = p.Setup(ctx)   // returns once the init waits to exec, or its error
 //	err = p.Release(ctx) // the init executes the function; error if execve failed
 //	state, err := p.Wait()
@@ -153,6 +153,17 @@ type Spec struct {
 	// NSINIT_MAX_TREES (8). Start hands the descriptors to the init; the
 	// caller closes its own.
 	Trees []Tree
+
+	// JoinCgroups are cgroup v1 "tasks" files, opened for writing by the
+	// caller, of the cgroups the container's init joins by itself once
+	// Setup is called, before it unshares its cgroup namespace: a thread
+	// that moves itself takes no global lock, where the caller's write of
+	// the init's pid to cgroup.procs waits for an RCU grace period (about
+	// 10 ms per start). The caller makes the cgroups and sets their limits
+	// before Start, and then does not join the init itself. At most
+	// NSINIT_MAX_CGROUPS (8). Start hands the descriptors to the init; the
+	// caller closes its own.
+	JoinCgroups []*os.File
 
 	// Root is the host directory that becomes "/".
 	Root string
@@ -279,6 +290,7 @@ func start(spec *Spec, body []byte, exe string, stdin, stdout, stderr *os.File) 
 	for _, t := range spec.Trees {
 		files = append(files, t.FD) // fds 4...: the order of Trees
 	}
+	files = append(files, spec.JoinCgroups...) // then the cgroup files
 	// No namespace flags: a vfork and exec, whatever this process's size.
 	first, err := os.StartProcess(exe, []string{"kptr-nsinit", InitArg}, &os.ProcAttr{
 		Env:   []string{syncEnv},

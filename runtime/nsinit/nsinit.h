@@ -22,6 +22,10 @@
 // descriptors right after the sync socket.
 #define NSINIT_MAX_TREES 8
 
+// At most this many cgroup files the container's init joins itself to
+// (Spec.JoinCgroups), passed as the descriptors right after the trees.
+#define NSINIT_MAX_CGROUPS 8
+
 // The exchange, in order (the parent writes the spec as soon as the process
 // exists; one reply record at each step below):
 //   init: MAP (with a user namespace: it has unshared it, the parent writes
@@ -29,7 +33,8 @@
 //   init: PID (the container's init, pid 1 of the new pid namespace and a
 //         child of the parent, was cloned; the errno field holds its pid;
 //         the process the parent started exits)
-//   parent → init: NSINIT_GO_SETUP (it joined the init to its cgroups)
+//   parent → init: NSINIT_GO_SETUP (it joined the init to its cgroups, or
+//         the init joins them itself now: Spec.JoinCgroups)
 //   init: READY (set up, waiting)  ← parent: NSINIT_GO_EXEC
 //   EOF: execve succeeded (the socket is close-on-exec).
 // A reply: one status byte, i32 errno (PID: the pid), u16 length, that many

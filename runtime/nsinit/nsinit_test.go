@@ -813,8 +813,9 @@ func TestParserBounds(t *testing.T) {
 	good, err := nsinit.Encode(s)
 	must(t, err)
 	le := binary.NativeEndian
-	rootAt := 8 + 8 + 4                        // magic, length; cloneflags, options: root's length
-	mountsAt := rootAt + 4 + len(root) + 1 + 4 // after the (empty) trees
+	rootAt := 8 + 8 + 4                         // magic, length; cloneflags, options: root's length
+	cgroupsAt := rootAt + 4 + len(root) + 1 + 4 // after the (empty) trees
+	mountsAt := cgroupsAt + 4                   // after the cgroup count (0)
 	srcAt := mountsAt + 4
 	targetAt := srcAt + 4 + len(s.Mounts[0].Source) + 1
 	for name, c := range map[string]struct {
@@ -831,6 +832,7 @@ func TestParserBounds(t *testing.T) {
 		"huge mount count":   {func(b []byte) []byte { le.PutUint32(b[mountsAt:], 0xffffffff); return b }, "spec mount count"},
 		"relative target":    {func(b []byte) []byte { b[targetAt+4] = 'x'; return b }, "spec mount target not absolute"},
 		"count past the end": {func(b []byte) []byte { le.PutUint32(b[mountsAt:], 4000); return b }, "spec mount count"},
+		"9 cgroups to join":  {func(b []byte) []byte { le.PutUint32(b[cgroupsAt:], 9); return b }, "spec cgroup count"},
 	} {
 		p, err := nsinit.StartRaw(s, c.mod(slices.Clone(good)), exe)
 		var e *nsinit.Error
@@ -879,5 +881,63 @@ func TestLandlockSpecRejected(t *testing.T) {
 				p.Wait()
 			}
 		}
+	}
+}
+
+// TestJoinCgroups: the init joins the cgroups whose v1 tasks files it is
+// given, itself, during Setup (not before: it unshares its cgroup namespace
+// with them as root), and a file it cannot write to ends it with the step
+// named, before the function could run outside its cgroups.
+func TestJoinCgroups(t *testing.T) {
+	hier := "/sys/fs/cgroup/memory"
+	if os.Geteuid() != 0 {
+		t.Skip("making a cgroup needs root")
+	}
+	if _, err := os.Stat(filepath.Join(hier, "tasks")); err != nil {
+		t.Skip("no cgroup v1 memory hierarchy here")
+	}
+	for _, writable := range []bool{true, false} {
+		t.Run(fmt.Sprintf("writable=%v", writable), func(t *testing.T) {
+			name := fmt.Sprintf("kptr-nsinit-test-%d-%v", os.Getpid(), writable)
+			dir := filepath.Join(hier, name)
+			must(t, os.Mkdir(dir, 0o755))
+			defer os.Remove(dir)
+			flag := os.O_WRONLY
+			if !writable {
+				flag = os.O_RDONLY
+			}
+			f, err := os.OpenFile(filepath.Join(dir, "tasks"), flag, 0)
+			must(t, err)
+			s := spec(newRoot(t))
+			s.JoinCgroups = []*os.File{f}
+			p, err := nsinit.Start(s, exe, nil, nil, nil)
+			f.Close()
+			must(t, err)
+			defer func() { p.Kill(); p.Wait() }()
+			memcg := func() string {
+				b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", p.Pid()))
+				must(t, err)
+				for _, l := range strings.Split(string(b), "\n") {
+					if f := strings.SplitN(l, ":", 3); len(f) == 3 && f[1] == "memory" {
+						return f[2]
+					}
+				}
+				return ""
+			}
+			if got := memcg(); strings.HasSuffix(got, "/"+name) {
+				t.Errorf("in the cgroup before Setup: %s", got)
+			}
+			err = p.Setup(context.Background())
+			if !writable {
+				if !errors.Is(err, unix.EBADF) || !strings.HasPrefix(err.Error(), "join cgroup") {
+					t.Errorf("Setup with a read-only tasks file: %v, want join cgroup: EBADF", err)
+				}
+				return
+			}
+			must(t, err)
+			if got := memcg(); !strings.HasSuffix(got, "/"+name) {
+				t.Errorf("memory cgroup after Setup %q, want .../%s", got, name)
+			}
+		})
 	}
 }

@@ -59,6 +59,7 @@ type options struct {
 	layers               []v1.Layer
 	noBase, minimalBase  bool
 	oci, mountPoints     bool
+	catalog              bool
 }
 
 // Option changes what Build produces.
@@ -120,6 +121,20 @@ func New(fixture string, opts ...Option) (v1.Image, error) {
 	}
 	var layers []v1.Layer
 	switch {
+	case o.catalog:
+		if fixture == "" {
+			return nil, fmt.Errorf("a catalog-shaped image needs a fixture")
+		}
+		exe, err := compile(fixture, true)
+		if err != nil {
+			return nil, err
+		}
+		l, err := catalogBaseLayer(o.oci, exe)
+		if err != nil {
+			return nil, err
+		}
+		layers = append(layers, l)
+		o.mountPoints = false // the base has them
 	case o.noBase:
 	case o.minimalBase:
 		l, err := layerFromEntries(o.oci, baseEntries(nil))
@@ -135,18 +150,11 @@ func New(fixture string, opts ...Option) (v1.Image, error) {
 		layers = append(layers, l)
 	}
 	if fixture != "" {
-		exe, err := Compile(fixture)
+		es, err := functionLayerEntries(fixture, o.catalog)
 		if err != nil {
 			return nil, err
 		}
-		bin, err := os.ReadFile(exe)
-		if err != nil {
-			return nil, err
-		}
-		l, err := layerFromEntries(o.oci, []entry{
-			dir("usr/"), dir("usr/local/"), dir("usr/local/bin/"),
-			{name: "usr/local/bin/function", mode: 0o755, data: bin},
-		})
+		l, err := layerFromEntries(o.oci, es)
 		if err != nil {
 			return nil, err
 		}
@@ -391,9 +399,15 @@ func Binary(t testing.TB, fixture string) string {
 
 // Compile builds test/fixtures/<fixture> statically (or finds it already
 // built) and returns the binary's path.
-func Compile(fixture string) (string, error) {
+func Compile(fixture string) (string, error) { return compile(fixture, false) }
+
+func compile(fixture string, catalog bool) (string, error) {
+	suffix := ""
+	if catalog {
+		suffix = ".catalog"
+	}
 	if d := os.Getenv("KPTR_FIXTURE_BIN_DIR"); d != "" {
-		if p := filepath.Join(d, fixture); fileExists(p) {
+		if p := filepath.Join(d, fixture+suffix); fileExists(p) {
 			return p, nil
 		}
 	}
@@ -402,7 +416,7 @@ func Compile(fixture string) (string, error) {
 		return "", err
 	}
 	src := filepath.Join(root, "test", "fixtures", fixture)
-	key, err := sourceKey(root, src)
+	key, err := sourceKey(root, src, catalog)
 	if err != nil {
 		return "", err
 	}
@@ -410,7 +424,7 @@ func Compile(fixture string) (string, error) {
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return "", err
 	}
-	out := filepath.Join(outDir, fixture+"-"+key[:16])
+	out := filepath.Join(outDir, fixture+suffix+"-"+key[:16])
 	if fileExists(out) {
 		return out, nil
 	}
@@ -419,9 +433,16 @@ func Compile(fixture string) (string, error) {
 		return "", err
 	}
 	tmp.Close()
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", tmp.Name(), "./test/fixtures/"+fixture)
+	overlay := ""
+	if catalog {
+		if overlay, err = ballastOverlay(root, outDir); err != nil {
+			return "", err
+		}
+	}
+	args, env := buildArgs(catalog, overlay)
+	cmd := exec.Command("go", append(append([]string{"build"}, args...), "-o", tmp.Name(), "./test/fixtures/"+fixture)...)
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goruntime.GOARCH)
+	cmd.Env = append(append(os.Environ(), env...), "GOOS=linux", "GOARCH="+goruntime.GOARCH)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		os.Remove(tmp.Name())
 		return "", fmt.Errorf("go build: %v\n%s", err, b)
@@ -433,13 +454,17 @@ func Compile(fixture string) (string, error) {
 }
 
 // sourceKey hashes the fixture's sources, the shared fixture code, go.sum and
-// the Go version: a change to any of them rebuilds the binary.
-func sourceKey(root, src string) (string, error) {
+// the Go version and the build's shape: a change to any of them rebuilds
+// the binary.
+func sourceKey(root, src string, catalog bool) (string, error) {
 	if !fileExists(filepath.Join(src, "main.go")) {
 		return "", fmt.Errorf("no main.go in %s", src)
 	}
 	h := sha256.New()
 	fmt.Fprintln(h, goruntime.Version())
+	if catalog {
+		fmt.Fprintln(h, "catalog-shaped", catalogBallastSize)
+	}
 	for _, d := range []string{src, filepath.Join(root, "test", "fixtures", "internal")} {
 		err := filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
 			if err != nil || e.IsDir() || !strings.HasSuffix(p, ".go") {

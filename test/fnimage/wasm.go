@@ -61,7 +61,7 @@ func CompileWasm(fixture, goos string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	key, err := sourceKey(root, filepath.Join(root, "test", "fixtures", fixture))
+	key, err := sourceKey(root, filepath.Join(root, "test", "fixtures", fixture), false)
 	if err != nil {
 		return "", err
 	}

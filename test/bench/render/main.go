@@ -37,6 +37,12 @@
 //     with `--memo=on` when kptr knows the flag, otherwise printed as not
 //     available and the no-memo baseline measured.
 //
+// -images catalog-shaped measures images shaped like the catalog's instead
+// of the minimal fixture ones (catalog.go; make bench-render runs it at 50
+// resources after the default run). -kptr-base OLD adds an older build's
+// rows, interleaved with the measured one's, for an A/B comparison under
+// the same load. Each kptr build runs with a TMPDIR of its own (tmpDirs).
+//
 // The cold sandbox start against bubblewrap's is runtime's BenchmarkRun,
 // which make bench-render runs after this.
 package main
@@ -74,11 +80,30 @@ func main() {
 		startRuns = flag.Int("startup-runs", 20, "runs of each start-up way")
 		memoRuns  = flag.Int("memo-runs", 3, "rounds of the memo measurements (0: skip)")
 		keep      = flag.Bool("keep", false, "keep the work directory")
+		base      = flag.String("kptr-base", "", "a second kptr build (e.g. main's) measured interleaved with -kptr, sandboxed and --sandbox none, in rows of its own: an A/B comparison of a change under the same load")
+		images    = flag.String("images", imagesFixture, "image set: "+imagesFixture+" (minimal fixture images, the default: earlier rows' set) or "+imagesCatalog+" (images shaped like the catalog's: alpine-like base, 20–40 MB dynamically linked binaries, a Starlark validator)")
 	)
 	flag.Parse()
-	b, err := setup(*kptr, *kpt, *bwrap)
+	if *images != imagesFixture && *images != imagesCatalog {
+		fatal(fmt.Errorf("-images: %q is neither %s nor %s", *images, imagesFixture, imagesCatalog))
+	}
+	b, err := setup(*kptr, *kpt, *bwrap, *images)
 	if err != nil {
 		fatal(err)
+	}
+	b.keep = *keep
+	if *base != "" {
+		if b.base, err = filepath.Abs(*base); err != nil {
+			fatal(err)
+		}
+		if err := b.ownTmpDir(b.base, "tmp-base"); err != nil {
+			fatal(err)
+		}
+		out, err := exec.Command(b.base, "version").CombinedOutput()
+		if err != nil {
+			fatal(fmt.Errorf("%s version: %v: %s", b.base, err, out))
+		}
+		b.versions = append(b.versions, "kptr base (-kptr-base) "+strings.TrimSpace(string(out)))
 	}
 	if !*keep {
 		defer os.RemoveAll(b.root)
@@ -150,10 +175,13 @@ func parseRuns(spec string) func(int) int {
 type bench struct {
 	root, cache string
 	kptr        string
+	base        string // -kptr-base: "" when not compared
 	kpt         string // "" when absent
 	kptSkip     string // why
 	bwrap       string // "" when absent or not working here
 	bwrapSkip   string
+	images      string            // the image set (-images)
+	keep        bool              // -keep: the work directory stays
 	memoFlag    bool              // fn render and generate both know --memo
 	bin         map[string]string // fixture → binary under root/bin
 	versions    []string
@@ -161,7 +189,7 @@ type bench struct {
 
 // setup compiles the fixtures, builds their images into an OCI layout and
 // imports it into a cache of its own, and finds the tools.
-func setup(kptr, kpt, bwrap string) (*bench, error) {
+func setup(kptr, kpt, bwrap, images string) (*bench, error) {
 	root, err := os.MkdirTemp("", "kptr-bench-render-")
 	if err != nil {
 		return nil, err
@@ -171,12 +199,15 @@ func setup(kptr, kpt, bwrap string) (*bench, error) {
 	if err := os.Chmod(root, 0o755); err != nil {
 		return nil, err
 	}
-	b := &bench{root: root, cache: filepath.Join(root, "cache"), bin: map[string]string{}}
+	b := &bench{root: root, cache: filepath.Join(root, "cache"), bin: map[string]string{}, images: images}
 	if _, err := os.Stat(timeBin); err != nil {
 		fmt.Fprintf(os.Stderr, "bench-render: %s not found: peak RSS not measured\n", timeBin)
 		timeBin = ""
 	}
 	if b.kptr, err = filepath.Abs(kptr); err != nil {
+		return nil, err
+	}
+	if err := b.ownTmpDir(b.kptr, "tmp-kptr"); err != nil {
 		return nil, err
 	}
 	out, err := exec.Command(b.kptr, "version").CombinedOutput()
@@ -198,12 +229,16 @@ func setup(kptr, kpt, bwrap string) (*bench, error) {
 	}
 
 	fixtures := append(slices.Clone(pkggen.Fixtures), "cat")
-	var images []fnimage.Named
 	if err := os.MkdirAll(filepath.Join(root, "bin"), 0o755); err != nil {
 		return nil, err
 	}
+	compile, shape := fnimage.Compile, fnimage.WithMountPoints()
+	if images == imagesCatalog {
+		compile, shape = fnimage.CompileCatalogShaped, fnimage.WithCatalogShape()
+	}
+	var named []fnimage.Named
 	for _, f := range fixtures {
-		src, err := fnimage.Compile(f)
+		src, err := compile(imageFixture(images, f))
 		if err != nil {
 			return nil, fmt.Errorf("fixture %s: %w", f, err)
 		}
@@ -211,17 +246,19 @@ func setup(kptr, kpt, bwrap string) (*bench, error) {
 		if err := copyFile(src, b.bin[f], 0o755); err != nil {
 			return nil, err
 		}
-		images = append(images, fnimage.Named{Ref: pkggen.ImageRef(f), Fixture: f})
+		named = append(named, fnimage.Named{Ref: pkggen.ImageRef(f), Fixture: imageFixture(images, f)})
 	}
 	layout := filepath.Join(root, "images")
-	if _, err := fnimage.WriteLayout(layout, images, fnimage.WithOCIMediaTypes(), fnimage.WithMountPoints()); err != nil {
+	if _, err := fnimage.WriteLayout(layout, named, fnimage.WithOCIMediaTypes(), shape); err != nil {
 		return nil, err
 	}
 	if out, err := exec.Command(b.kptr, "cache", "import", "--cache-dir", b.cache, layout).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("kptr cache import: %v: %s", err, out)
 	}
 
-	if _, err := os.Stat(bwrap); err != nil {
+	if images == imagesCatalog {
+		b.bwrapSkip = "bubblewrap binds the bare binary, which the catalog-shaped (dynamically linked) ones cannot run alone: its column skipped"
+	} else if _, err := os.Stat(bwrap); err != nil {
 		b.bwrapSkip = fmt.Sprintf("bubblewrap not found at %s: its column skipped", bwrap)
 	} else {
 		probe := exec.Command(bwrap, bwrapArgs(b.bin["cat"])...)
@@ -259,6 +296,7 @@ func (b *bench) header() {
 	uname, _ := exec.Command("uname", "-sr").Output()
 	fmt.Printf("machine: %s, %s, %d CPUs, %s RAM, uid %d; load average at the start: %s\n",
 		host, strings.TrimSpace(string(uname)), nproc(), memTotal(), os.Getuid(), loadavg())
+	fmt.Println("images:", b.imagesLine())
 	for _, v := range b.versions {
 		fmt.Println("measured:", v)
 	}
@@ -281,6 +319,13 @@ type sample struct {
 	ownKB     int64 // the tool's own process: its last VmHWM seen
 }
 
+// tmpDirs gives each measured kptr build its own TMPDIR, so its own
+// run-state directory: the sandbox tiers cache their probe verdict there,
+// keyed by the build, and two builds (-kptr-base, or another kptr run on
+// the machine meanwhile) sharing one would each replace the other's and
+// start a probe child (a second start of kptr, about 20 ms) on every run.
+var tmpDirs = map[string]string{}
+
 // timeBin is GNU time, through which every measured command runs: a child
 // that Go starts (vfork, then exec) inherits the peak RSS of the Go process
 // that started it, so its own ru_maxrss would report at least this
@@ -298,6 +343,7 @@ func runCmd(cmd *exec.Cmd) (sample, error) {
 		cmd.Stdout = io.Discard
 	}
 	cmd.Stderr = &errb
+	tmpDir := tmpDirs[cmd.Path] // before cmd becomes time's
 	var rssFile string
 	if timeBin != "" {
 		f, err := os.CreateTemp("", "kptr-bench-rss-")
@@ -312,6 +358,9 @@ func runCmd(cmd *exec.Cmd) (sample, error) {
 	}
 	if cmd.Env == nil {
 		cmd.Env = cleanEnv()
+		if tmpDir != "" {
+			cmd.Env = append(cmd.Env, "TMPDIR="+tmpDir)
+		}
 	}
 	start := time.Now()
 	err := cmd.Start()
@@ -408,8 +457,11 @@ const (
 	// wayKptrLandlock: the landlock tier (no namespaces).
 	wayKptrLandlock = "kptr --sandbox landlock"
 	wayKpt          = "kpt exec mode"
-	wayBwrap        = "kpt exec mode + bwrap"
-	wayFns          = "functions alone"
+	// wayBase, wayBaseNone: the -kptr-base build, for A/B comparisons.
+	wayBase     = "kptr base"
+	wayBaseNone = "kptr base --sandbox none"
+	wayBwrap    = "kpt exec mode + bwrap"
+	wayFns      = "functions alone"
 )
 
 // render measures the realistic package of n resources.
@@ -428,6 +480,11 @@ func (b *bench) render(n, runs int) (sizeResult, error) {
 	for v, fn := range variants {
 		if err := pkggen.Write(filepath.Join(dir, v), pkggen.Options{Resources: n, Function: fn}); err != nil {
 			return sizeResult{}, err
+		}
+		if b.images == imagesCatalog {
+			if err := useStarlarkPolicy(filepath.Join(dir, v)); err != nil {
+				return sizeResult{}, err
+			}
 		}
 	}
 	// The functions' inputs, as kptr gives them: each exec: entry of the
@@ -462,13 +519,14 @@ func (b *bench) render(n, runs int) (sizeResult, error) {
 		return sizeResult{}, err
 	}
 
-	kptrRender := func(extra ...string) func(string) (sample, error) {
+	kptrRenderWith := func(bin string, extra ...string) func(string) (sample, error) {
 		return func(d string) (sample, error) {
 			args := append([]string{"fn", "render", d, "--offline", "--cache-dir", b.cache, "--progress", "none"}, b.noMemo()...)
 			args = append(args, extra...)
-			return runCmd(exec.Command(b.kptr, args...))
+			return runCmd(exec.Command(bin, args...))
 		}
 	}
+	kptrRender := func(extra ...string) func(string) (sample, error) { return kptrRenderWith(b.kptr, extra...) }
 	kptRender := func(d string) (sample, error) {
 		return runCmd(exec.Command(b.kpt, "fn", "render", d, "--allow-exec"))
 	}
@@ -492,6 +550,10 @@ func (b *bench) render(n, runs int) (sizeResult, error) {
 		if b.bwrap != "" {
 			ways = append(ways, way{name: wayBwrap, pkg: "bwrap", run: kptRender})
 		}
+	}
+	if b.base != "" {
+		ways = append(ways, way{name: wayBase, pkg: "image", run: kptrRenderWith(b.base)},
+			way{name: wayBaseNone, pkg: "image", run: kptrRenderWith(b.base, "--sandbox", "none")})
 	}
 	ways = append(ways, way{name: wayFns, run: func(string) (sample, error) {
 		var total sample
@@ -546,8 +608,10 @@ func (b *bench) render(n, runs int) (sizeResult, error) {
 			fmt.Fprintf(os.Stderr, "  round %d %-24s %8.3f s\n", r+1, w.name, s.wall.Seconds())
 		}
 	}
-	os.RemoveAll(work)
-	os.RemoveAll(dir)
+	if !b.keep { // -keep leaves the packages for a closer look
+		os.RemoveAll(work)
+		os.RemoveAll(dir)
+	}
 	res.print()
 	return res, nil
 }
@@ -727,9 +791,12 @@ type startupResult struct {
 const (
 	upKptr     = "kptr fn eval -i (sandbox)"
 	upKptrNone = "kptr fn eval -i --sandbox none"
-	upKpt      = "kpt fn eval --exec"
-	upBwrap    = "bwrap, the binary directly"
-	upBare     = "bare exec of the binary"
+	// upKptrLandlock: the landlock tier, where it works here.
+	upKptrLandlock = "kptr fn eval -i --sandbox landlock"
+	upBase         = "kptr base fn eval -i (sandbox)"
+	upKpt          = "kpt fn eval --exec"
+	upBwrap        = "bwrap, the binary directly"
+	upBare         = "bare exec of the binary"
 )
 
 // startup measures a warm run of the trivial function each way.
@@ -768,6 +835,17 @@ func (b *bench) startup(runs int) (startupResult, error) {
 		{upKptrNone, func() (sample, error) {
 			return b.evalIn(fresh, b.kptr, append(slices.Clone(kptrEval), "--sandbox", "none"))
 		}},
+	}
+	if b.base != "" {
+		ways = append(ways, upWay{upBase, func() (sample, error) { return b.evalIn(fresh, b.base, kptrEval) }})
+	}
+	landlockEval := func() (sample, error) {
+		return b.evalIn(fresh, b.kptr, append(slices.Clone(kptrEval), "--sandbox", "landlock"))
+	}
+	if _, err := landlockEval(); err != nil {
+		fmt.Fprintf(os.Stderr, "bench-render: kptr --sandbox landlock does not work here (%v): its start-up row skipped\n", err)
+	} else {
+		ways = append(ways, upWay{upKptrLandlock, landlockEval})
 	}
 	if b.kpt != "" {
 		ways = append(ways, upWay{upKpt, func() (sample, error) {
@@ -968,11 +1046,20 @@ func (b *bench) goals(rs []sizeResult, st startupResult, m *memoResult) {
 				ratio := median(ll, wallOf) / median(r.samples[wayKptrNone], wallOf)
 				row("(not a goal) at 50 resources, the landlock tier against --sandbox none", fmt.Sprintf("%.2f×", ratio), false, false)
 			}
+			if bs := r.samples[wayBase]; len(bs) > 0 {
+				ratio := median(bs, wallOf) / median(r.samples[wayBaseNone], wallOf)
+				row("(A/B) at 50 resources, the -kptr-base build sandboxed against its --sandbox none", fmt.Sprintf("%.2f×", ratio), false, false)
+			}
 		}
 	}
 	if k := st.samples[upKpt]; len(k) > 0 {
 		ratio := median(st.samples[upKptr], wallOf) / median(k, wallOf)
 		row("3: warm kptr fn eval of a trivial function ≤ 0.5× kpt fn eval --exec", fmt.Sprintf("%.2f× (%s vs %s)", ratio, fmtMs(median(st.samples[upKptr], wallOf)), fmtMs(median(k, wallOf))), ratio <= 0.5, true)
+	}
+	if ll := st.samples[upKptrLandlock]; len(ll) > 0 {
+		ns, l := median(st.samples[upKptr], wallOf), median(ll, wallOf)
+		row(fmt.Sprintf("issue 26: warm kptr fn eval of a trivial function (%s images), the namespace tier not slower than the landlock tier", b.images),
+			fmt.Sprintf("%s vs %s (%.2f×)", fmtMs(ns), fmtMs(l), ns/l), ns <= l, true)
 	}
 	row("3: cold sandbox start ≤ 1.5× bubblewrap's", "runtime's BenchmarkRun below (kptr vs bwrap medians)", false, false)
 	if m != nil {
