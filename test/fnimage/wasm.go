@@ -128,7 +128,7 @@ func CompileWasmWith(fixture, goos, toolchain string) (string, error) {
 		return "", err
 	}
 	src := filepath.Join(root, "test", "fixtures", fixture)
-	key, err := sourceKey(root, src)
+	key, err := sourceKey(root, src, false)
 	if err != nil {
 		return "", err
 	}
