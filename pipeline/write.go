@@ -191,15 +191,21 @@ func (r *renderer) setStatus(nodes []*yaml.RNode, renderErr error) error {
 			return err
 		}
 		kf.Status = r.status(renderErr)
-		b, err := kptv1.Marshal(kf, string(yaml.WideSequenceStyle))
-		if err != nil {
-			return err
-		}
 		var nn *yaml.RNode
-		if doc, ok := fastyaml.Decode(b); ok && len(doc.Content) == 1 {
-			nn = yaml.NewRNode(doc) // what yaml.Parse gives, faster on a status of thousands of results
-		} else if nn, err = yaml.Parse(string(b)); err != nil {
-			return err
+		if doc, ok := kptv1.MarshalNode(kf, string(yaml.WideSequenceStyle)); ok {
+			// the node whose bytes Marshal gives, built without encoding
+			// and parsing a status of thousands of results again
+			nn = yaml.NewRNode(doc)
+		} else {
+			b, err := kptv1.Marshal(kf, string(yaml.WideSequenceStyle))
+			if err != nil {
+				return err
+			}
+			if doc, ok := fastyaml.Decode(b); ok && len(doc.Content) == 1 {
+				nn = yaml.NewRNode(doc) // what yaml.Parse gives, faster on a status of thousands of results
+			} else if nn, err = yaml.Parse(string(b)); err != nil {
+				return err
+			}
 		}
 		// kpt writes the Kptfile with wide sequence indentation
 		for k, v := range n.GetAnnotations() {
