@@ -4,6 +4,7 @@ import (
 	"io"
 	"path"
 	"strconv"
+	"sync"
 
 	"sigs.k8s.io/kustomize/kyaml/comments"
 	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
@@ -145,11 +146,19 @@ var copyBack = func(from, to *yaml.RNode) error {
 	if copyBackFast(from, to) {
 		return nil
 	}
+	// copyBackAll runs this on every core: kyaml's walker, for the rare
+	// shapes it gets, runs one pair at a time (its OpenAPI schema is
+	// global state, and kyaml is not written for concurrent use)
+	kyamlSerial.Lock()
+	defer kyamlSerial.Unlock()
 	if err := comments.CopyComments(from, to); err != nil {
 		return err
 	}
 	return order.SyncOrder(from, to)
 }
+
+// kyamlSerial serialises copyBack's calls into kyaml.
+var kyamlSerial sync.Mutex
 
 // copyBackError is copyBack for an output that is discarded: it returns the
 // error copyBack would return, and runs copyBack (leaving to in any state)
