@@ -4,6 +4,7 @@ import (
 	"io"
 	"path"
 	"strconv"
+	"sync"
 
 	"sigs.k8s.io/kustomize/kyaml/comments"
 	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
@@ -27,12 +28,16 @@ func runFilter(run func(in []byte) (out []byte, err error), fnConfig *yaml.RNode
 		return nil, nil, err
 	}
 	ids := make(map[string]*yaml.RNode, len(input))
-	for i, n := range input {
+	errs := make([]error, len(input))
+	parallel(len(input), func(i int) {
 		id := strconv.Itoa(i + 1)
-		if err := setAnnotations(n, kioutil.IdAnnotation, id, kioutil.LegacyIdAnnotation, id); err != nil { //nolint:staticcheck
-			return nil, nil, err
+		errs[i] = setAnnotations(input[i], kioutil.IdAnnotation, id, kioutil.LegacyIdAnnotation, id) //nolint:staticcheck
+	})
+	for i, n := range input {
+		if errs[i] != nil {
+			return nil, nil, errs[i]
 		}
-		ids[id] = n
+		ids[strconv.Itoa(i+1)] = n
 	}
 	in, err := encodeResourceList(input, fnConfig)
 	if err != nil {
@@ -43,33 +48,12 @@ func runFilter(run func(in []byte) (out []byte, err error), fnConfig *yaml.RNode
 	if err != nil {
 		return nil, nil, err
 	}
-	for i, n := range output {
-		if reused[i] {
-			// the input's own nodes: nothing to copy back
-			if err := clearAnnotations(n, kioutil.IdAnnotation, kioutil.LegacyIdAnnotation); err != nil { //nolint:staticcheck
-				return nil, nil, err
-			}
-			continue
-		}
-		a := annotationsOf(n)
-		id := a.get(kioutil.IdAnnotation)
-		if id == "" {
-			id = a.get(kioutil.LegacyIdAnnotation) //nolint:staticcheck
-		}
-		from, ok := ids[id]
-		if id == "" || !ok {
-			continue
-		}
-		cb := copyBack
-		if !keep {
-			cb = copyBackError
-		}
-		if err := cb(from, n); err != nil {
-			return nil, nil, err
-		}
-		if err := clearAnnotations(n, kioutil.IdAnnotation, kioutil.LegacyIdAnnotation); err != nil { //nolint:staticcheck
-			return nil, nil, err
-		}
+	cb := copyBack
+	if !keep {
+		cb = copyBackError
+	}
+	if err := copyBackAll(output, reused, ids, cb); err != nil {
+		return nil, nil, err
 	}
 	if exit != nil {
 		return output, results, exit
@@ -89,6 +73,70 @@ func runFilter(run func(in []byte) (out []byte, err error), fnConfig *yaml.RNode
 	return output, results, nil
 }
 
+// copyBackAll copies back, onto every output item that is not the input's
+// own node (reused), the comments and field order of the input item its id
+// names (ids), with cb, and removes the ids. The items are independent of
+// each other, so they are done in parallel (kptr's own time between two
+// functions is otherwise spent on one core while the other is idle); an
+// input item that two output items name is copied back onto them one after
+// the other, and so is a node the output holds twice. The error is the one a loop in item order would return first.
+func copyBackAll(output []*yaml.RNode, reused []bool, ids map[string]*yaml.RNode, cb func(from, to *yaml.RNode) error) error {
+	from := make([]*yaml.RNode, len(output))
+	named := make(map[*yaml.RNode]int, len(output))
+	shared := false
+	for i, n := range output {
+		if named[n]++; named[n] > 1 {
+			shared = true // the same node twice
+		}
+		if reused[i] {
+			continue
+		}
+		a := annotationsOf(n)
+		id := a.get(kioutil.IdAnnotation)
+		if id == "" {
+			id = a.get(kioutil.LegacyIdAnnotation) //nolint:staticcheck
+		}
+		if f, ok := ids[id]; id != "" && ok {
+			from[i] = f
+			if named[f]++; named[f] > 1 {
+				shared = true
+			}
+		}
+	}
+	errs := make([]error, len(output))
+	one := func(i int) {
+		n := output[i]
+		if reused[i] {
+			// the input's own nodes: nothing to copy back
+			errs[i] = clearAnnotations(n, kioutil.IdAnnotation, kioutil.LegacyIdAnnotation) //nolint:staticcheck
+			return
+		}
+		if from[i] == nil {
+			return
+		}
+		if err := cb(from[i], n); err != nil {
+			errs[i] = err
+			return
+		}
+		errs[i] = clearAnnotations(n, kioutil.IdAnnotation, kioutil.LegacyIdAnnotation) //nolint:staticcheck
+	}
+	if shared {
+		for i := range output {
+			if one(i); errs[i] != nil {
+				return errs[i]
+			}
+		}
+		return nil
+	}
+	parallel(len(output), one)
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // copyBack gives to, a function's output for the input resource from, the
 // comments and field order of from, as kyaml's CopyComments then SyncOrder
 // do (failing where they fail), taking copyBackFast wherever it is sure of
@@ -98,11 +146,19 @@ var copyBack = func(from, to *yaml.RNode) error {
 	if copyBackFast(from, to) {
 		return nil
 	}
+	// copyBackAll runs this on every core: kyaml's walker, for the rare
+	// shapes it gets, runs one pair at a time (its OpenAPI schema is
+	// global state, and kyaml is not written for concurrent use)
+	kyamlSerial.Lock()
+	defer kyamlSerial.Unlock()
 	if err := comments.CopyComments(from, to); err != nil {
 		return err
 	}
 	return order.SyncOrder(from, to)
 }
+
+// kyamlSerial serialises copyBack's calls into kyaml.
+var kyamlSerial sync.Mutex
 
 // copyBackError is copyBack for an output that is discarded: it returns the
 // error copyBack would return, and runs copyBack (leaving to in any state)

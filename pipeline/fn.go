@@ -258,10 +258,10 @@ func (r *renderer) doFunction(st *fnStep, pn *pkgNode, input []*yaml.RNode, fnCo
 	fr.Stderr = string(stderr)
 	// the filter numbers its input in place; the numbers must not outlive
 	// the call (a failed call never gets to remove them)
-	for _, n := range input {
-		_ = clearAnnotations(n, kioutil.IdAnnotation, kioutil.LegacyIdAnnotation) //nolint:staticcheck
-		_ = clearEmptyAnnotations(n)
-	}
+	parallel(len(input), func(i int) {
+		_ = clearAnnotations(input[i], kioutil.IdAnnotation, kioutil.LegacyIdAnnotation) //nolint:staticcheck
+		_ = clearEmptyAnnotations(input[i])
+	})
 	var ee *execError
 	if le := (*OutputLimitError)(nil); errors.As(err, &le) {
 		le.Function = st.name()

@@ -488,14 +488,23 @@ func (w *pkgWriter) stage(files map[string][]byte, deletes []string) ([]txOp, er
 	if err := w.root.MkdirAll(dataDir, 0o700); err != nil {
 		return fail(err)
 	}
-	var staged []txOp
-	for i, wr := range writes {
+	// the staged files are written and synced in parallel: each is a
+	// file of its own, and nothing counts until the journal is
+	staged := make([]txOp, len(writes))
+	errs := make([]error, len(writes))
+	eachFile(len(writes), func(i int) {
+		wr := writes[i]
 		src := "data/" + strconv.Itoa(i)
-		if err := w.writeSynced(txDirName+"/"+src, wr.b, wr.mode); err != nil {
-			return fail(err)
+		if errs[i] = w.writeSynced(txDirName+"/"+src, wr.b, wr.mode); errs[i] != nil {
+			return
 		}
 		sum := sha256.Sum256(wr.b)
-		staged = append(staged, txOp{Src: src, Dst: wr.dst, Sum: hex.EncodeToString(sum[:])})
+		staged[i] = txOp{Src: src, Dst: wr.dst, Sum: hex.EncodeToString(sum[:])}
+	})
+	for _, err := range errs {
+		if err != nil {
+			return fail(err)
+		}
 	}
 	ops = append(staged, ops...)
 	if err := w.checkOps(ops, false); err != nil {

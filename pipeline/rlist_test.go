@@ -112,6 +112,9 @@ var listFunctions = map[string]func(in []byte) []byte{
 	},
 }
 
+// longListFunctions run on all of the corpora as one list.
+var longListFunctions = map[string]bool{"cat": true, "label-every-other": true, "reverse-and-drop": true, "duplicate": true}
+
 func kyamlFn(in []byte, f func([]*yaml.RNode) []*yaml.RNode) []byte {
 	r := &kio.ByteReader{Reader: bytes.NewReader(in)}
 	nodes, err := r.Read()
@@ -137,11 +140,35 @@ func TestRunFilterReuseMatchesKyaml(t *testing.T) {
 	}
 	sort.Strings(fnames)
 	k := 0
-	for name, nodes := range corpusPackages(t) {
+	pkgs := corpusPackages(t)
+	// and all the corpora's resources as one list, long enough that the
+	// filter numbers, encodes and copies back its items on every core
+	var names []string
+	for name := range pkgs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var all []*yaml.RNode
+	for _, name := range names {
+		all = append(all, copyAll(pkgs[name])...)
+	}
+	// (300 items: two workers of 150)
+	if len(all) < 300 {
+		t.Fatalf("only %d resources in the corpora", len(all))
+	}
+	all = all[:300]
+	const allName = "all of the corpora"
+	pkgs[allName] = all
+	for name, nodes := range pkgs {
 		// every function on every third package: each function still
-		// meets a few hundred packages
+		// meets a few hundred packages; on the long list, those that
+		// change, drop, reorder or repeat items
 		for fi, fname := range fnames {
-			if (k+fi)%3 != 0 {
+			if name == allName {
+				if !longListFunctions[fname] {
+					continue
+				}
+			} else if (k+fi)%3 != 0 {
 				continue
 			}
 			f := listFunctions[fname]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"sigs.k8s.io/kustomize/kyaml/comments"
@@ -22,9 +23,9 @@ func TestValidatorOutputNotCopiedBack(t *testing.T) {
 	deploy := "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app # kpt-set: ${name}\n" +
 		"spec:\n  replicas: 3 # kpt-set: ${replicas}\n  template:\n    spec:\n      containers:\n" +
 		"      - name: app\n        image: nginx:1.25 # kpt-set: ${image}\n        ports:\n        - containerPort: 80 # kpt-set: ${port}\n"
-	calls := 0
+	var calls atomic.Int64
 	orig := copyBack
-	copyBack = func(from, to *yaml.RNode) error { calls++; return orig(from, to) }
+	copyBack = func(from, to *yaml.RNode) error { calls.Add(1); return orig(from, to) }
 	defer func() { copyBack = orig }()
 	for _, tc := range []struct {
 		pipeline string
@@ -38,13 +39,13 @@ func TestValidatorOutputNotCopiedBack(t *testing.T) {
 			"deploy.yaml": deploy,
 			"cm.yaml":     "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm # a comment\ndata:\n  k: v\n",
 		})
-		calls = 0
+		calls.Store(0)
 		out, err := Render(context.Background(), dir, Options{AllowExec: true, Output: OutputMemory})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !tc.want(calls) {
-			t.Errorf("%q: copyBack called %d times", tc.pipeline, calls)
+		if !tc.want(int(calls.Load())) {
+			t.Errorf("%q: copyBack called %d times", tc.pipeline, calls.Load())
 		}
 		s, _ := kio.StringAll(out.Resources)
 		if !strings.Contains(s, "image: nginx:1.25 # kpt-set: ${image}") || !strings.Contains(s, "containerPort: 80 # kpt-set: ${port}") {

@@ -6,8 +6,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kptr-dev/kptr/pipeline/internal/fastyaml"
@@ -116,18 +119,56 @@ func encodeFiles(nodes []*yaml.RNode) (map[string][]byte, error) {
 		}
 		byPath[clean] = append(byPath[clean], n)
 	}
-	files := map[string][]byte{}
-	for p, ns := range byPath {
-		if err := sortNodes(ns); err != nil {
-			return nil, err
+	// the files are encoded in parallel (they share no node), the error
+	// being that of the first file by path
+	paths := make([]string, 0, len(byPath))
+	for p := range byPath {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	bufs := make([][]byte, len(paths))
+	errs := make([]error, len(paths))
+	eachFile(len(paths), func(i int) {
+		ns := byPath[paths[i]]
+		if errs[i] = sortNodes(ns); errs[i] != nil {
+			return
 		}
 		var buf bytes.Buffer
-		if err := writeDocuments(&buf, ns, false, fileAnnotationsToClear); err != nil {
-			return nil, err
+		errs[i] = writeDocuments(&buf, ns, false, fileAnnotationsToClear)
+		bufs[i] = buf.Bytes()
+	})
+	files := make(map[string][]byte, len(paths))
+	for i, p := range paths {
+		if errs[i] != nil {
+			return nil, errs[i]
 		}
-		files[p] = buf.Bytes()
+		files[p] = bufs[i]
 	}
 	return files, nil
+}
+
+// eachFile runs f(0) … f(n-1) on as many goroutines as there are cores,
+// each taking the next index as it finishes one (files differ in size).
+func eachFile(n int, f func(int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	if workers <= 1 {
+		for i := 0; i < n; i++ {
+			f(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				f(i)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // outputPath is the package-relative file a resource annotated with path p
@@ -191,15 +232,21 @@ func (r *renderer) setStatus(nodes []*yaml.RNode, renderErr error) error {
 			return err
 		}
 		kf.Status = r.status(renderErr)
-		b, err := kptv1.Marshal(kf, string(yaml.WideSequenceStyle))
-		if err != nil {
-			return err
-		}
 		var nn *yaml.RNode
-		if doc, ok := fastyaml.Decode(b); ok && len(doc.Content) == 1 {
-			nn = yaml.NewRNode(doc) // what yaml.Parse gives, faster on a status of thousands of results
-		} else if nn, err = yaml.Parse(string(b)); err != nil {
-			return err
+		if doc, ok := kptv1.MarshalNode(kf, string(yaml.WideSequenceStyle)); ok {
+			// the node whose bytes Marshal gives, built without encoding
+			// and parsing a status of thousands of results again
+			nn = yaml.NewRNode(doc)
+		} else {
+			b, err := kptv1.Marshal(kf, string(yaml.WideSequenceStyle))
+			if err != nil {
+				return err
+			}
+			if doc, ok := fastyaml.Decode(b); ok && len(doc.Content) == 1 {
+				nn = yaml.NewRNode(doc) // what yaml.Parse gives, faster on a status of thousands of results
+			} else if nn, err = yaml.Parse(string(b)); err != nil {
+				return err
+			}
 		}
 		// kpt writes the Kptfile with wide sequence indentation
 		for k, v := range n.GetAnnotations() {

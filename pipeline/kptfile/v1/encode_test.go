@@ -2,6 +2,7 @@ package v1
 
 import (
 	"bytes"
+	"github.com/kptr-dev/kptr/pipeline/internal/fastyaml"
 	"math/rand"
 	"testing"
 	"unicode/utf8"
@@ -146,8 +147,51 @@ func checkMarshal(t *testing.T, kf *KptFile) (fast bool) {
 			t.Fatalf("Marshal(%s) differs from reflection:\n got %v %q\nwant %v %q", style, gerr, got, werr, want)
 		}
 		_, fast = marshalFast(kf, style)
+		// the node MarshalNode gives encodes to the same bytes
+		if doc, ok := MarshalNode(kf, style); ok {
+			fs := fastyaml.Compact
+			if style == string(yaml.WideSequenceStyle) {
+				fs = fastyaml.Wide
+			}
+			enc, eok := fastyaml.AppendDocument(nil, doc, fs)
+			if !eok {
+				// what fastyaml declines yaml.v3 writes (the package
+				// writer's fallback)
+				var b bytes.Buffer
+				opt := yaml.CompactSequenceStyle
+				if fs == fastyaml.Wide {
+					opt = yaml.WideSequenceStyle
+				}
+				e := yaml.NewEncoderWithOptions(&b, &yaml.EncoderOptions{SeqIndent: opt})
+				eok = e.Encode(doc) == nil && e.Close() == nil
+				enc = b.Bytes()
+			}
+			if !eok || !bytes.Equal(enc, want) {
+				t.Fatalf("MarshalNode(%s) encodes differently from reflection:\n got %v %q\nwant %q", style, eok, enc, want)
+			}
+		}
 	}
 	return fast
+}
+
+// MarshalNode takes a render's status of results as the catalog's
+// functions report them (what it is for), and checkMarshal holds its node
+// to reflection's bytes.
+func TestMarshalNodeTakesARenderStatus(t *testing.T) {
+	ref := &yaml.ResourceIdentifier{TypeMeta: yaml.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, NameMeta: yaml.NameMeta{Name: "app", Namespace: "ns"}}
+	st := &Status{Conditions: []Condition{{Type: ConditionRendered, Status: "True", Reason: ReasonSuccess}},
+		RenderStatus: &RenderStatus{MutationSteps: []PipelineStepResult{{Image: "ghcr.io/kptdev/krm-functions-catalog/apply-setters:v0.2", Results: []*Result{
+			{Message: `set field value to "nginx:1.25"`, Severity: Info, ResourceRef: ref, Field: &Field{Path: "spec.template.spec.containers[=app].image"}, File: &File{Path: "deploy.yaml"}},
+			{Message: "Resource(apiVersion=apps/v1, kind=Deployment, namespace=ns, name=app) does not have upstream origin.", Severity: Warning, ResourceRef: ref},
+		}}}}}
+	for _, style := range []string{string(yaml.WideSequenceStyle), string(yaml.CompactSequenceStyle)} {
+		if _, ok := MarshalNode(kptfileWith(st), style); !ok {
+			t.Fatalf("MarshalNode(%s) declined a render's status", style)
+		}
+	}
+	if !checkMarshal(t, kptfileWith(st)) {
+		t.Fatal("Marshal did not take its fast path")
+	}
 }
 
 func TestMarshalStatusMatchesReflection(t *testing.T) {
