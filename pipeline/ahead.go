@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 
+	kptv1 "github.com/kptr-dev/kptr/pipeline/kptfile/v1"
 	"github.com/kptr-dev/kptr/runtime"
 )
 
@@ -14,7 +15,7 @@ import (
 //   - the root package's first earlyAhead image functions as soon as its
 //     Kptfile is read, in the background, so that opening the cache and the
 //     sandbox and setting the first sandbox up overlap with reading the
-//     package;
+//     package (fn eval's one function likewise, before its package is read);
 //   - then, when a function of a package starts, the next one of the same
 //     package's pipeline (mutators, then validators: the last mutator
 //     prepares the first validator).
@@ -117,10 +118,8 @@ func (r *renderer) prepareImage(ref string) {
 }
 
 // pipelineImage is the image reference the function at position pos of
-// pn's pipeline (mutators, then validators) will run, or "" when it is not
-// an image function, is not allowed, or is not known without asking a
-// registry (a tag constraint). It never fails: the function's turn reports
-// what is wrong with it.
+// pn's pipeline (mutators, then validators) will run (imageOf), or "" for
+// a conditional function.
 func (r *renderer) pipelineImage(pn *pkgNode, pos int) string {
 	p := pn.pipeline()
 	fns := p.Mutators
@@ -132,12 +131,24 @@ func (r *renderer) pipelineImage(pn *pkgNode, pos int) string {
 		return ""
 	}
 	f := fns[pos]
-	if f.Image == "" || f.Exec != "" || f.Condition != "" {
+	if f.Condition != "" {
+		return ""
+	}
+	return r.imageOf(f, true)
+}
+
+// imageOf is the image reference function f will run, or "" when it is not
+// an image function, is not allowed, or is not known without asking a
+// registry (a tag constraint). It never fails: the function's turn reports
+// what is wrong with it. latest is resolveImage's: render adds ":latest" to
+// an untagged image, eval does not.
+func (r *renderer) imageOf(f kptv1.Function, latest bool) string {
+	if f.Image == "" || f.Exec != "" {
 		return ""
 	}
 	o := r.opts
 	o.Resolver = nil // a tag constraint needs a registry's tag list: an error here, not prepared
-	ref, err := resolveImage(context.Background(), f, &o, true)
+	ref, err := resolveImage(context.Background(), f, &o, latest)
 	if err != nil {
 		return ""
 	}
@@ -145,4 +156,20 @@ func (r *renderer) pipelineImage(pn *pkgNode, pos int) string {
 		return ""
 	}
 	return ref
+}
+
+// prepareEvalEarly is prepareEarly for fn eval's one function: its sandbox
+// is set up in the background while the package is read (prepCtx ends it
+// if the run does not take it).
+func (r *renderer) prepareEvalEarly(prepCtx context.Context, f kptv1.Function) {
+	r.prepCtx = prepCtx
+	ref := r.imageOf(f, false)
+	if ref == "" || !r.canPrepare() {
+		return
+	}
+	r.early = make(chan struct{})
+	go func() {
+		defer close(r.early)
+		r.prepareImage(ref)
+	}()
 }

@@ -66,6 +66,22 @@ func Eval(ctx context.Context, dir string, fn EvalFunction, opts Options, stdin 
 	if err := checkOutputDir(opts.Output); err != nil {
 		return nil, newError(err, dir, "")
 	}
+	f := kptv1.Function{Image: fn.Image, Exec: fn.Exec}
+	if fn.Image != "" {
+		f.Tag = fn.Tag
+	}
+	if !fn.Selector.IsEmpty() {
+		f.Selectors = []kptv1.Selector{fn.Selector}
+	}
+	if !fn.Exclusion.IsEmpty() {
+		f.Exclusions = []kptv1.Selector{fn.Exclusion}
+	}
+	// the function's sandbox is set up while the package is read (as
+	// Render's first); one it does not take goes when Eval returns
+	prepCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r.prepareEvalEarly(prepCtx, f)
+	defer r.waitEarly()
 	var input, excluded []*yaml.RNode
 	var writer *pkgWriter
 	var root string
@@ -106,16 +122,6 @@ func Eval(ctx context.Context, dir string, fn EvalFunction, opts Options, stdin 
 		input = nodes
 	}
 
-	f := kptv1.Function{Image: fn.Image, Exec: fn.Exec}
-	if fn.Image != "" {
-		f.Tag = fn.Tag
-	}
-	if !fn.Selector.IsEmpty() {
-		f.Selectors = []kptv1.Selector{fn.Selector}
-	}
-	if !fn.Exclusion.IsEmpty() {
-		f.Exclusions = []kptv1.Selector{fn.Exclusion}
-	}
 	steps, _, err := prepare(ctx, []kptv1.Function{f}, &r.opts, false)
 	if err != nil {
 		return fail(err)
@@ -160,6 +166,7 @@ func Eval(ctx context.Context, dir string, fn EvalFunction, opts Options, stdin 
 		}
 	}
 	selected := selectInput(input, f.Selectors, f.Exclusions)
+	r.waitEarly() // the prepared sandbox is registered before the run looks for it
 	output, fr, err := r.runFunction(steps[0], nil, selected, fnConfig, selective, true)
 	if err != nil {
 		r.recordRun(&r.mutationSteps, steps[0], fr, err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -178,5 +179,69 @@ func TestFirstFunctionsPreparedBeforeRead(t *testing.T) {
 		if len(pr.events) != 0 {
 			t.Fatalf("first function %q: events %v", first, pr.events)
 		}
+	}
+}
+
+// fn eval's one function is prepared before its package is read, with the
+// invocation its run then gives (so the run takes the prepared sandbox),
+// only when its image is cached; one not taken is released when Eval
+// returns, and results and errors are those of an eval without preparing.
+func TestEvalPreparesItsFunction(t *testing.T) {
+	fake := newFake(t)
+	cf := &cachedFake{fakeResolver: fake, cached: map[string]bool{}}
+	ref := "ghcr.io/kptdev/krm-functions-catalog/one" // eval adds no :latest
+	fake.images[ref] = []string{"op=label", "key=one", "value=ran"}
+	fake.images["ghcr.io/kptdev/krm-functions-catalog/uncached"] = fake.images[ref]
+	cf.cached[ref] = true
+	good := map[string]string{"Kptfile": kptfile("app", ""), "cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n"}
+	bad := map[string]string{"Kptfile": kptfile("app", ""), "bad.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: [\n"}
+	eval := func(files map[string]string, image string, runner Runner) (string, error) {
+		var stderr, stdout bytes.Buffer
+		_, err := Eval(context.Background(), writeTree(t, files), EvalFunction{Image: image}, Options{
+			Resolver: cf, Runner: runner, Stderr: &stderr, Stdout: &stdout, Output: OutputStdout, Env: []string{"A=b"},
+		}, nil)
+		return stdout.String() + stderr.String(), err
+	}
+
+	pr := &preparingRunner{invs: map[string][]runtime.Invocation{}}
+	out, err := eval(good, "one", pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(pr.events, ","); got != "prepare one,run one" {
+		t.Fatalf("events %q: want the function prepared, then run", got)
+	}
+	if !reflect.DeepEqual(pr.invs["prepare"], pr.invs["run"]) {
+		t.Fatalf("prepared with %+v, run with %+v: the run would not take the prepared sandbox", pr.invs["prepare"], pr.invs["run"])
+	}
+	plain, plainErr := eval(good, "one", runtime.Host{})
+	took := regexp.MustCompile(` in [0-9.]+[µm]?s\b`) // the transcript's durations
+	out, plain = took.ReplaceAllString(out, " in T"), took.ReplaceAllString(plain, " in T")
+	if out != plain || plainErr != nil || !strings.Contains(out, "one: 'ran'") {
+		t.Fatalf("with preparing:\n%s\nwithout (%v):\n%s", out, plainErr, plain)
+	}
+
+	// prepared before the package is read: an unreadable package fails the
+	// eval with the function prepared, never run, and its context ended
+	pr = &preparingRunner{invs: map[string][]runtime.Invocation{}}
+	if _, err := eval(bad, "one", pr); err == nil {
+		t.Fatal("a package with an unreadable resource was evaluated")
+	}
+	if got := strings.Join(pr.events, ","); got != "prepare one" {
+		t.Fatalf("events %q: want the function prepared before the package was read, none run", got)
+	}
+	for i, ctx := range pr.ctxs {
+		if ctx.Err() == nil {
+			t.Errorf("preparation %d: its context is still live after Eval returned", i)
+		}
+	}
+
+	// an image the cache does not hold is not prepared (nothing is pulled)
+	pr = &preparingRunner{invs: map[string][]runtime.Invocation{}}
+	if _, err := eval(good, "uncached", pr); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(pr.events, ","); got != "run uncached" {
+		t.Fatalf("events %q: want the uncached image run without preparing", got)
 	}
 }
