@@ -70,7 +70,9 @@ test-unit: $(TESTSUM) ## all Go tests as the current user; the sandbox suites ag
 UNPRIV_UID ?= 999
 # The Go toolchain runtime/wasm's TestJSBeforeGo121 builds js modules with
 # (fetched through the module proxy): Go 1.20's js port imports the host as
-# "go", as kpt's earliest published wasm images do.
+# "go", as kpt's earliest published wasm images do. It and the fixtures
+# prebuilt below are test/fnimage's LegacyJSToolchain and LegacyJSFixtures
+# (test/fnimage TestMakefileLegacyJS holds them alike).
 LEGACY_JS_GO := go1.20.14
 SANDBOX_CMD_TESTS := ^(TestDoctor|TestNewRunnerModes|TestRefusesWithoutUserNamespaces|TestExitCodesWithoutSandbox)$$
 define run-unpriv

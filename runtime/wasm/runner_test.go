@@ -100,9 +100,9 @@ func TestJSFunctionFailure(t *testing.T) {
 // as the current port's do, and a failure under the contract is reported
 // as one.
 func TestJSBeforeGo121(t *testing.T) {
-	const toolchain = "go1.20.14" // the Makefile's LEGACY_JS_GO: prebuilt there for the uid-999 suite
+	const toolchain = fnimage.LegacyJSToolchain // the Makefile's LEGACY_JS_GO: prebuilt there for the uid-999 suite
 	r := newRunner(t)
-	for _, fixture := range []string{"js-contract", "cat"} {
+	for _, fixture := range fnimage.LegacyJSFixtures {
 		t.Run(fixture, func(t *testing.T) {
 			mod := fnimage.WasmModuleWith(t, fixture, "js", toolchain)
 			code, err := os.ReadFile(mod)

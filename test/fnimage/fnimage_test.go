@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -103,5 +104,20 @@ func TestBuildPushPull(t *testing.T) {
 	reg.Start()
 	if _, err := remote.Image(r); err != nil {
 		t.Errorf("after restart: %v", err)
+	}
+}
+
+// The Makefile prebuilds the legacy js modules for the uid-999 suite with
+// the toolchain and fixtures the tests build them with.
+func TestMakefileLegacyJS(t *testing.T) {
+	mk, err := os.ReadFile("../../Makefile") // the package's directory is test/fnimage
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(mk), "\nLEGACY_JS_GO := "+fnimage.LegacyJSToolchain+"\n") {
+		t.Errorf("the Makefile's LEGACY_JS_GO is not %s", fnimage.LegacyJSToolchain)
+	}
+	if !strings.Contains(string(mk), "for f in "+strings.Join(fnimage.LegacyJSFixtures, " ")+"; do m=") {
+		t.Errorf("the Makefile does not prebuild %v", fnimage.LegacyJSFixtures)
 	}
 }

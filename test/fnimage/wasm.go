@@ -88,6 +88,15 @@ func CompileWasm(fixture, goos string) (string, error) {
 	return out, os.Rename(tmp.Name(), out)
 }
 
+// LegacyJSToolchain is the Go toolchain the tests build js modules of the
+// port before Go 1.21 with (host module "go", as kpt's earliest published
+// wasm images): runtime/wasm's TestJSBeforeGo121. The Makefile's
+// LEGACY_JS_GO names the same one for the uid-999 suite.
+const LegacyJSToolchain = "go1.20.14"
+
+// LegacyJSFixtures are the fixtures TestJSBeforeGo121 builds with it.
+var LegacyJSFixtures = []string{"js-contract", "cat"}
+
 // WasmModuleWith is WasmModule built by another Go toolchain (GOTOOLCHAIN,
 // e.g. "go1.20.14", fetched through the module proxy as any toolchain), for
 // fixtures that use the standard library alone: the fixture's files are

@@ -31,6 +31,18 @@ func TestWasmUnderRuntimeDefaultWithoutASandboxTier(t *testing.T) {
 			goCmd(t, []string{"GOOS=" + goos, "GOARCH=wasm", "CGO_ENABLED=0"}, "build", "-trimpath", "-o", filepath.Join(bin, f+"."+goos+".wasm"), "./test/fixtures/"+f)
 		}
 	}
+	// the suite's modules of the js port before Go 1.21, prebuilt as the
+	// Makefile's uid-999 suite does (the sidecar has no Go toolchain)
+	for _, f := range fnimage.LegacyJSFixtures {
+		mod := fnimage.WasmModuleWith(t, f, "js", fnimage.LegacyJSToolchain)
+		b, err := os.ReadFile(mod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(bin, f+".js."+fnimage.LegacyJSToolchain+".wasm"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	suite := filepath.Join(base, "wasm.test")
 	goCmd(t, nil, "test", "-c", "-o", suite, "./runtime/wasm")
 	chmodTree(t, base)

@@ -22,7 +22,12 @@ func TestProbeVerdictTrust(t *testing.T) {
 		})
 		render := call{args: []string{"fn", "render", pkg, "--offline", "--sandbox", "namespace"}}
 		h.kptr(t, render).exits(t, 0)
-		path := filepath.Join(h.stateDir(), "probe-verdict-namespace.json")
+		// one verdict per kptr build: probe-verdict-namespace-<build>.json
+		found, _ := filepath.Glob(filepath.Join(h.stateDir(), "probe-verdict-namespace-*.json"))
+		if len(found) != 1 {
+			t.Fatalf("want one verdict cached after a run, found %v", found)
+		}
+		path := found[0]
 		b, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatalf("no verdict cached after a run: %v", err)
