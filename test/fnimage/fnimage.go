@@ -401,33 +401,52 @@ func Binary(t testing.TB, fixture string) string {
 // built) and returns the binary's path.
 func Compile(fixture string) (string, error) { return compile(fixture, false) }
 
+// buildTarget is where a build of a fixture goes.
+type buildTarget struct {
+	root, src string // the module root, the fixture's directory
+	outDir    string // the per-user directory builds are kept in
+	out       string // the build's path (done: it is there already)
+	done      bool
+}
+
+// fixtureTarget finds a fixture's build: the file named prebuilt in
+// $KPTR_FIXTURE_BIN_DIR when there is one, else name+"-"+<source key>+ext in
+// the per-user output directory (done when a build of the current sources
+// is there).
+func fixtureTarget(fixture, prebuilt, name, ext string, catalog bool) (buildTarget, error) {
+	if d := os.Getenv("KPTR_FIXTURE_BIN_DIR"); d != "" {
+		if p := filepath.Join(d, prebuilt); fileExists(p) {
+			return buildTarget{out: p, done: true}, nil
+		}
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		return buildTarget{}, err
+	}
+	t := buildTarget{root: root, src: filepath.Join(root, "test", "fixtures", fixture)}
+	key, err := sourceKey(root, t.src, catalog)
+	if err != nil {
+		return buildTarget{}, err
+	}
+	t.outDir = filepath.Join(os.TempDir(), fmt.Sprintf("kptr-fixtures-%d", os.Getuid()))
+	if err := os.MkdirAll(t.outDir, 0o755); err != nil {
+		return buildTarget{}, err
+	}
+	t.out = filepath.Join(t.outDir, name+"-"+key[:16]+ext)
+	t.done = fileExists(t.out)
+	return t, nil
+}
+
 func compile(fixture string, catalog bool) (string, error) {
 	suffix := ""
 	if catalog {
 		suffix = ".catalog"
 	}
-	if d := os.Getenv("KPTR_FIXTURE_BIN_DIR"); d != "" {
-		if p := filepath.Join(d, fixture+suffix); fileExists(p) {
-			return p, nil
-		}
+	t, err := fixtureTarget(fixture, fixture+suffix, fixture+suffix, "", catalog)
+	if err != nil || t.done {
+		return t.out, err
 	}
-	root, err := moduleRoot()
-	if err != nil {
-		return "", err
-	}
-	src := filepath.Join(root, "test", "fixtures", fixture)
-	key, err := sourceKey(root, src, catalog)
-	if err != nil {
-		return "", err
-	}
-	outDir := filepath.Join(os.TempDir(), fmt.Sprintf("kptr-fixtures-%d", os.Getuid()))
-	if err := os.MkdirAll(outDir, 0o755); err != nil {
-		return "", err
-	}
-	out := filepath.Join(outDir, fixture+suffix+"-"+key[:16])
-	if fileExists(out) {
-		return out, nil
-	}
+	root, outDir, out := t.root, t.outDir, t.out
 	tmp, err := os.CreateTemp(outDir, fixture+".tmp-*")
 	if err != nil {
 		return "", err

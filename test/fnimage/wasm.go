@@ -52,27 +52,11 @@ func WasmModule(t testing.TB, fixture, goos string) string {
 
 // CompileWasm is WasmModule for code outside tests.
 func CompileWasm(fixture, goos string) (string, error) {
-	if d := os.Getenv("KPTR_FIXTURE_BIN_DIR"); d != "" {
-		if p := filepath.Join(d, fixture+"."+goos+".wasm"); fileExists(p) {
-			return p, nil
-		}
+	t, err := fixtureTarget(fixture, fixture+"."+goos+".wasm", fixture+"-"+goos, ".wasm", false)
+	if err != nil || t.done {
+		return t.out, err
 	}
-	root, err := moduleRoot()
-	if err != nil {
-		return "", err
-	}
-	key, err := sourceKey(root, filepath.Join(root, "test", "fixtures", fixture), false)
-	if err != nil {
-		return "", err
-	}
-	outDir := filepath.Join(os.TempDir(), fmt.Sprintf("kptr-fixtures-%d", os.Getuid()))
-	if err := os.MkdirAll(outDir, 0o755); err != nil {
-		return "", err
-	}
-	out := filepath.Join(outDir, fixture+"-"+goos+"-"+key[:16]+".wasm")
-	if fileExists(out) {
-		return out, nil
-	}
+	root, outDir, out := t.root, t.outDir, t.out
 	tmp, err := os.CreateTemp(outDir, fixture+".tmp-*")
 	if err != nil {
 		return "", err
@@ -127,28 +111,11 @@ func CompileWasmWith(fixture, goos, toolchain string) (string, error) {
 	if !ok || len(parts) < 2 {
 		return "", fmt.Errorf("toolchain %q is not goN.M[.P]", toolchain)
 	}
-	if d := os.Getenv("KPTR_FIXTURE_BIN_DIR"); d != "" {
-		if p := filepath.Join(d, fixture+"."+goos+"."+toolchain+".wasm"); fileExists(p) {
-			return p, nil
-		}
+	t, err := fixtureTarget(fixture, fixture+"."+goos+"."+toolchain+".wasm", fixture+"-"+goos+"-"+toolchain, ".wasm", false)
+	if err != nil || t.done {
+		return t.out, err
 	}
-	root, err := moduleRoot()
-	if err != nil {
-		return "", err
-	}
-	src := filepath.Join(root, "test", "fixtures", fixture)
-	key, err := sourceKey(root, src, false)
-	if err != nil {
-		return "", err
-	}
-	outDir := filepath.Join(os.TempDir(), fmt.Sprintf("kptr-fixtures-%d", os.Getuid()))
-	if err := os.MkdirAll(outDir, 0o755); err != nil {
-		return "", err
-	}
-	out := filepath.Join(outDir, fixture+"-"+goos+"-"+toolchain+"-"+key[:16]+".wasm")
-	if fileExists(out) {
-		return out, nil
-	}
+	src, outDir, out := t.src, t.outDir, t.out
 	scratch, err := os.MkdirTemp(outDir, fixture+".mod-*")
 	if err != nil {
 		return "", err
