@@ -1,48 +1,51 @@
 package pipeline
 
 import (
-	"strings"
-	"sync"
+	"cmp"
+	"slices"
 
-	"sigs.k8s.io/kustomize/kyaml/openapi"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
-// schemaNode is kyaml's OpenAPI schema for one node of a resource type
-// (openapi.ResourceSchema), with what copyWalk asks of it looked up once:
-// kyaml's walker resolves references and compares schemas by reflection
-// at every node of every resource. The tree of schemaNodes grows with the
-// schema, never with the data (every key of a map type shares one node).
-// Safe for concurrent use.
-type schemaNode struct {
-	rs    *openapi.ResourceSchema
-	merge bool     // the list has a merge strategy (kyaml's schema.IsAssociative)
-	keys  []string // its merge keys (PatchStrategyAndKeyList)
+// schemaNode is what copyWalk asks of kyaml's OpenAPI schema for one node
+// of a resource type (openapi.ResourceSchema): the schema of a field, of a
+// map's values and of a list's items, and whether a list merges by keys.
+// The nodes are the generated table in typeschemas.go, static data: kyaml
+// decodes its whole built-in schema (~40 ms, once per process, the largest
+// fixed cost of a render's own work) at the first question asked of it,
+// and the copy-back of every changed resource of a built-in type asked.
+// TestTypeSchemaTable keeps the table equal to kyaml's schema and
+// TestTypeSchemaTableAgreesWithKyaml checks it answers as kyaml does.
+// Read-only: safe for concurrent use.
+type schemaNode = typeNode
 
-	mu        sync.Mutex
-	props     map[string]*schemaNode // nil values: no schema for the field
-	addl      *schemaNode
-	addlDone  bool
-	elems     *schemaNode
-	elemsDone bool
+// typeNode is one node of the table.
+type typeNode struct {
+	props []typeProp // sorted by name
+	addl  int32      // the schema of a key not in props (a map's values); 0: none
+	elems int32      // the schema of a list's items; 0: none
+	merge bool       // the list has a merge strategy (kyaml's schema.IsAssociative)
+	keys  []string   // its merge keys (PatchStrategyAndKeyList)
 }
 
-// typeSchemas holds a schemaNode per resource type (yaml.TypeMeta; nil
-// for a type kyaml has no schema for).
-var typeSchemas sync.Map
+// typeProp is a field of a typeNode: its name and node (0: no schema).
+type typeProp struct {
+	name string
+	node int32
+}
 
-func newSchemaNode(rs *openapi.ResourceSchema) *schemaNode {
-	if rs == nil || rs.Schema == nil {
+// typeRoot is the node of a resource type.
+type typeRoot struct {
+	apiVersion, kind string
+	node             int32
+}
+
+// nodeAt is the node at index i of the table, nil for 0.
+func nodeAt(i int32) *schemaNode {
+	if i == 0 {
 		return nil
 	}
-	s := &schemaNode{rs: rs}
-	if ps, _ := rs.PatchStrategyAndKey(); ps != "" {
-		for _, p := range strings.Split(ps, ",") {
-			s.merge = s.merge || p == "merge"
-		}
-		_, s.keys = rs.PatchStrategyAndKeyList()
-	}
-	return s
+	return &typeNodes[i]
 }
 
 // typeSchema is the schema kyaml's walker takes from its sources when it
@@ -52,16 +55,15 @@ func typeSchema(d, o *yaml.Node) *schemaNode {
 		if n == nil || n.Kind != yaml.MappingNode {
 			continue
 		}
-		tm := yaml.TypeMeta{APIVersion: scalarField(n, yaml.APIVersionField), Kind: scalarField(n, yaml.KindField)}
-		if tm.APIVersion == "" || tm.Kind == "" {
+		v, k := scalarField(n, yaml.APIVersionField), scalarField(n, yaml.KindField)
+		if v == "" || k == "" {
 			continue
 		}
-		v, ok := typeSchemas.Load(tm)
-		if !ok {
-			v, _ = typeSchemas.LoadOrStore(tm, newSchemaNode(openapi.SchemaForResourceType(tm)))
-		}
-		if s := v.(*schemaNode); s != nil {
-			return s
+		i, ok := slices.BinarySearchFunc(typeRoots[:], typeRoot{apiVersion: v, kind: k}, func(a, b typeRoot) int {
+			return cmp.Or(cmp.Compare(a.apiVersion, b.apiVersion), cmp.Compare(a.kind, b.kind))
+		})
+		if ok {
+			return nodeAt(typeRoots[i].node)
 		}
 	}
 	return nil
@@ -78,35 +80,11 @@ func scalarField(m *yaml.Node, key string) string {
 
 // field is ResourceSchema.Field(key), nil where kyaml finds none.
 func (s *schemaNode) field(key string) *schemaNode {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c, ok := s.props[key]; ok {
-		return c
+	if i, ok := slices.BinarySearchFunc(s.props, key, func(p typeProp, k string) int { return cmp.Compare(p.name, k) }); ok {
+		return nodeAt(s.props[i].node)
 	}
-	if _, ok := s.rs.Schema.Properties[key]; ok {
-		if s.props == nil {
-			s.props = map[string]*schemaNode{}
-		}
-		c := newSchemaNode(s.rs.Field(key))
-		s.props[key] = c
-		return c
-	}
-	if !s.addlDone {
-		s.addlDone = true
-		if ap := s.rs.Schema.AdditionalProperties; ap != nil && ap.Schema != nil {
-			s.addl = newSchemaNode(s.rs.Field(key)) // the same for every key
-		}
-	}
-	return s.addl
+	return nodeAt(s.addl)
 }
 
 // elements is ResourceSchema.Elements(), the schema of a list's items.
-func (s *schemaNode) elements() *schemaNode {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.elemsDone {
-		s.elemsDone = true
-		s.elems = newSchemaNode(s.rs.Elements())
-	}
-	return s.elems
-}
+func (s *schemaNode) elements() *schemaNode { return nodeAt(s.elems) }
