@@ -41,12 +41,19 @@ type lazyEnv struct {
 
 func (l *lazyEnv) init() error {
 	l.once.Do(func() {
+		l.sb.g = l.g
+		if !l.memo && !l.g.allowWasm {
+			// the sandbox opens (the tier's checks, its probe verdict)
+			// while the cache does: neither needs the other, and the
+			// first function's sandbox waits for both
+			go l.sb.openQuiet()
+		}
 		c, err := l.g.openCache(l.ctx)
 		if err != nil {
 			l.err = err
 			return
 		}
-		l.c, l.sb.g = c, l.g
+		l.c = c
 		if !l.memo && !l.g.allowWasm {
 			// opened now, as it always was: a sandbox that cannot run
 			// fails the first image function before its pull (quietly:

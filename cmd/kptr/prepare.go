@@ -26,10 +26,13 @@ type offlineView struct {
 }
 
 // ResolveCached resolves ref only if the cache already holds it.
+//
+// It reads the cache through its own view, so the command's cache and
+// sandbox are opened (init, which the Prepare that follows waits for) at
+// the same time as it looks: the first sandbox is then set up as early as
+// its image is known.
 func (l *lazyEnv) ResolveCached(ctx context.Context, ref string) (cache.Bundle, bool) {
-	if l.init() != nil {
-		return cache.Bundle{}, false
-	}
+	go func() { _ = l.init() }()
 	v, _ := offlineViews.LoadOrStore(l, &offlineView{})
 	ov := v.(*offlineView)
 	ov.once.Do(func() {
