@@ -50,14 +50,52 @@ type Registry struct {
 // (it does not skip) when the registry binary is missing: .ci/run installs it.
 func Start(t testing.TB) *Registry {
 	t.Helper()
-	if _, err := os.Stat(Binary); err != nil {
-		t.Fatalf("registry: %s not found (apt-get install docker-registry): %v", Binary, err)
-	}
-	dir, err := os.MkdirTemp("", "kptr-registry-")
+	r, err := newRegistry(t)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Registry{Addr: freeAddr(t), Dir: dir, t: t, logPath: filepath.Join(dir, "registry.log")}
+	t.Cleanup(r.Close)
+	r.Start()
+	return r
+}
+
+// Launch starts a registry outside a test (a benchmark command). The
+// caller ends it with Close; until then it serves as Start's does. Its
+// Start, Requests and BlobGets are a test's (they fail the test): a
+// launched registry has none.
+func Launch() (*Registry, error) {
+	r, err := newRegistry(nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.start(); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// Close stops the registry and removes its storage.
+func (r *Registry) Close() {
+	r.Stop()
+	os.RemoveAll(r.Dir)
+}
+
+// newRegistry writes the configuration of a registry in a fresh directory,
+// listening on a free loopback port.
+func newRegistry(t testing.TB) (*Registry, error) {
+	if _, err := os.Stat(Binary); err != nil {
+		return nil, fmt.Errorf("registry: %s not found (apt-get install docker-registry): %v", Binary, err)
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, fmt.Errorf("registry: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "kptr-registry-")
+	if err != nil {
+		return nil, err
+	}
+	r := &Registry{Addr: addr, Dir: dir, t: t, logPath: filepath.Join(dir, "registry.log")}
 	cfg := fmt.Sprintf(`version: 0.1
 log:
   level: info
@@ -76,27 +114,29 @@ http:
   addr: %s
 `, filepath.Join(dir, "storage"), r.Addr)
 	if err := os.WriteFile(filepath.Join(dir, "config.yml"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		r.Stop()
 		os.RemoveAll(dir)
-	})
-	r.Start()
-	return r
+		return nil, err
+	}
+	return r, nil
 }
 
 // Start starts the registry again after Stop, on the same address and storage.
 func (r *Registry) Start() {
 	r.t.Helper()
+	if err := r.start(); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func (r *Registry) start() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.cmd != nil {
-		return
+		return nil
 	}
 	logf, err := os.OpenFile(r.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
-		r.t.Fatal(err)
+		return err
 	}
 	cmd := exec.Command(Binary, "serve", filepath.Join(r.Dir, "config.yml"))
 	cmd.Stdout, cmd.Stderr = logf, logf
@@ -104,7 +144,7 @@ func (r *Registry) Start() {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := startOnLockedThread(cmd); err != nil {
 		logf.Close()
-		r.t.Fatalf("registry: start: %v", err)
+		return fmt.Errorf("registry: start: %v", err)
 	}
 	done := make(chan struct{})
 	go func() { cmd.Wait(); logf.Close(); close(done) }()
@@ -115,17 +155,18 @@ func (r *Registry) Start() {
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return
+				return nil
 			}
 		}
 		select {
 		case <-done:
 			b, _ := os.ReadFile(r.logPath)
-			r.t.Fatalf("registry: exited at start:\n%s", b)
+			r.cmd, r.done = nil, nil
+			return fmt.Errorf("registry: exited at start:\n%s", b)
 		default:
 		}
 		if time.Now().After(deadline) {
-			r.t.Fatalf("registry: not ready on %s after 15s: %v", r.Addr, err)
+			return fmt.Errorf("registry: not ready on %s after 15s: %v", r.Addr, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -263,11 +304,11 @@ func startOnLockedThread(cmd *exec.Cmd) error {
 	return <-errc
 }
 
-func freeAddr(t testing.TB) string {
+func freeAddr() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	defer l.Close()
-	return l.Addr().String()
+	return l.Addr().String(), nil
 }

@@ -133,6 +133,11 @@ func main() {
 		}
 		results = append(results, r)
 	}
+	if *coldRuns > 0 {
+		if _, err := b.cold(*coldRuns); err != nil {
+			fatal(err)
+		}
+	}
 	st, err := b.startup(*startRuns)
 	if err != nil {
 		fatal(err)
