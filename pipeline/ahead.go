@@ -34,6 +34,30 @@ import (
 // 364 ms median under load); the second is prepared at the first's turn.
 const earlyAhead = 1
 
+// fetchAhead asks a Fetcher resolver to start fetching the image of every
+// function of the root package's pipeline (each image once; conditional
+// functions, tag constraints and images the allow-list refuses left to
+// their turn, as imageOf says): on a cold cache the images then download
+// together, and while the first functions run, instead of each one at its
+// function's turn. Later packages' images (subpackages render first, the
+// root last) are fetched at their turn as before. What a turn sees is what
+// it would have pulled itself (Fetcher); a render that stops early leaves
+// the fetches it did not need to end with it (prepCtx).
+func (r *renderer) fetchAhead() {
+	f, ok := r.opts.Resolver.(Fetcher)
+	if !ok {
+		return
+	}
+	p := r.root.pipeline()
+	seen := map[string]bool{}
+	for pos := range len(p.Mutators) + len(p.Validators) {
+		if ref := r.pipelineImage(r.root, pos); ref != "" && !seen[ref] {
+			seen[ref] = true
+			f.Fetch(r.prepCtx, ref)
+		}
+	}
+}
+
 // aheadKey is a position in a package's pipeline: mutators, then validators.
 type aheadKey struct {
 	pn  *pkgNode

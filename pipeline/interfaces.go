@@ -23,3 +23,15 @@ type Runner = runtime.Runner
 type CachedResolver interface {
 	ResolveCached(ctx context.Context, ref string) (b cache.Bundle, ok bool)
 }
+
+// Fetcher is optionally implemented by a Resolver that can start fetching an
+// image in the background: Fetch returns at once, fails never and prints
+// nothing of its own; the function's own turn still calls Resolve, which
+// gives that fetch's outcome (its bundle, or the error it met) as if the
+// turn had pulled. Render asks for every image function of the root
+// package's pipeline as soon as its Kptfile is read (fetchAhead), so a cold
+// cache pulls them at once instead of one at each function's turn. ctx ends
+// when Render returns: a fetch no turn took is abandoned then.
+type Fetcher interface {
+	Fetch(ctx context.Context, ref string)
+}

@@ -95,6 +95,7 @@ func Render(ctx context.Context, dir string, opts Options) (*Output, error) {
 	prepCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r.prepCtx, r.asked = prepCtx, map[aheadKey]bool{}
+	r.fetchAhead()
 	r.prepareEarly()
 	defer r.waitEarly()
 	return r.render()

@@ -37,6 +37,8 @@ type lazyEnv struct {
 	// cause is the last error Resolve, ResolveConstraint or Run returned
 	// (see causeRecorder): what stopped a function from running.
 	cause causeRecorder
+	// ahead: the images fetched ahead of their turn (fetchahead.go)
+	ahead fetchAhead
 }
 
 func (l *lazyEnv) init() error {
@@ -149,7 +151,7 @@ func (l *lazyEnv) Resolve(ctx context.Context, ref string) (cache.Bundle, error)
 		l.cause.note(err)
 		return cache.Bundle{}, err
 	}
-	b, err := l.c.Resolve(ctx, ref)
+	b, err := l.resolve(ctx, ref)
 	if err != nil && l.memo {
 		// as without memo: a sandbox that cannot run is the cause
 		// reported first (the image could not run either way)
