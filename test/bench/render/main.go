@@ -123,6 +123,9 @@ func main() {
 	runsFor := parseRuns(*runs)
 	var results []sizeResult
 	for _, s := range strings.Split(*sizes, ",") {
+		if strings.TrimSpace(s) == "" { // -sizes "": no render rows
+			continue
+		}
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil {
 			fatal(fmt.Errorf("-sizes: %q: %w", s, err))
@@ -138,9 +141,11 @@ func main() {
 			fatal(err)
 		}
 	}
-	st, err := b.startup(*startRuns)
-	if err != nil {
-		fatal(err)
+	var st startupResult
+	if *startRuns > 0 {
+		if st, err = b.startup(*startRuns); err != nil {
+			fatal(err)
+		}
 	}
 	var memo *memoResult
 	if *memoRuns > 0 {
