@@ -162,13 +162,16 @@ bench: bench-cache bench-runtime bench-render bench-argocd ## benchmarks; figure
 # (e.g. -sizes 50,500 -runs 50=3,500=3).
 BENCH_RENDER_FLAGS ?=
 # Then the 50-resource rows again with catalog-shaped images (-images
-# catalog-shaped: test/fnimage.WithCatalogShape); BENCH_RENDER_CATALOG_FLAGS
-# passes flags to that run (e.g. -kptr-base OLD-KPTR for an A/B comparison).
+# catalog-shaped: test/fnimage.WithCatalogShape), with issue 26's cold-cache
+# comparison (-cold-runs: kptr and kpt + podman pulling from Debian's
+# docker-registry on loopback, crane as the floor; about 80 s);
+# BENCH_RENDER_CATALOG_FLAGS passes flags to that run (e.g. -kptr-base
+# OLD-KPTR for an A/B comparison).
 BENCH_RENDER_CATALOG_FLAGS ?=
 bench-render: build ## issue 13: realistic package at 50/500/5,000 resources vs kpt exec mode, bwrap, --sandbox none; start-up; memo (figures → BENCHMARKS.md)
 	$(GO) run ./test/bench/render -kptr $(BIN) $(BENCH_RENDER_FLAGS)
 	@echo "== issue 26: the sandbox's cost at 50 resources with images shaped like the catalog's (alpine-like base, 28 MB dynamically linked binaries, a Starlark validator)"
-	$(GO) run ./test/bench/render -kptr $(BIN) -images catalog-shaped -sizes 50 -runs 50=15 -startup-runs 20 -memo-runs 0 $(BENCH_RENDER_CATALOG_FLAGS)
+	$(GO) run ./test/bench/render -kptr $(BIN) -images catalog-shaped -sizes 50 -runs 50=15 -startup-runs 20 -memo-runs 0 -cold-runs 5 $(BENCH_RENDER_CATALOG_FLAGS)
 	@echo "== cold sandbox start against bubblewrap's (runtime's BenchmarkRun: trivial function, median-ms)"
 	$(GO) test -run '^$$' -bench '^BenchmarkRun$$/^(bare|bwrap|kptr)$$' -benchtime 50x -count 1 ./runtime/namespace
 

@@ -51,7 +51,11 @@
 //     function of a pipeline (the last mutator's next is the first
 //     validator) when one starts (ahead.go). What a render does and prints
 //     is the same with or without it; what was prepared and not used is
-//     released when Render returns (its context ends).
+//     released when Render returns (its context ends). A Resolver that is
+//     a Fetcher is the one exception to "never pulls": it is asked, once
+//     the root Kptfile is read, to start fetching every image of the root
+//     pipeline in the background, and each turn's Resolve gives that
+//     fetch's outcome (bundle or error) as its own, at that turn.
 //   - Function output is never trusted: paths that climb out of the
 //     package, duplicate (path, index) pairs and non-KRM output fail the
 //     render; an absolute path is written inside its package, as kpt's
