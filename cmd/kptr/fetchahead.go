@@ -45,13 +45,12 @@ type fetchAhead struct {
 	jobs    chan struct{}
 }
 
-// Fetch starts pulling ref in the background (pipeline.Fetcher). Nothing
-// happens when the cache or the sandbox cannot be opened: the turn reports
-// that, as without a fetch ahead.
+// Fetch starts pulling ref in the background (pipeline.Fetcher) and
+// returns at once: the cache and the sandbox open (init) in the background
+// too, as for a preparation ahead, so a warm render's start does not wait
+// for them here. When they cannot be opened nothing is pulled: the turn's
+// initTurn reports that, as without a fetch ahead.
 func (l *lazyEnv) Fetch(ctx context.Context, ref string) {
-	if l.init() != nil {
-		return
-	}
 	fa := &l.ahead
 	fa.mu.Lock()
 	if fa.asked[ref] {
@@ -67,6 +66,9 @@ func (l *lazyEnv) Fetch(ctx context.Context, ref string) {
 	fa.mu.Unlock()
 	go func() {
 		defer close(f.done)
+		if f.err = l.init(); f.err != nil {
+			return
+		}
 		select {
 		case fa.jobs <- struct{}{}:
 			defer func() { <-fa.jobs }()
