@@ -19,7 +19,8 @@ import (
 // that job and exits here.
 // Otherwise, for commands that may start several sandboxes, kptr makes sure
 // libcontainer never copies the whole binary on a function start (see
-// namespace.ReexecSealed): as root it seals it through a read-only overlayfs
+// namespace.ReexecSealed; nothing at all for a binary no run can write, an
+// installed one of root's): as root it seals it through a read-only overlayfs
 // instead; unprivileged, kptr re-executes itself once from a sealed
 // in-memory copy.
 func startup() {

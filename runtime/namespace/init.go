@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync"
 
 	"github.com/kptr-dev/kptr/runtime"
 	"github.com/opencontainers/runc/libcontainer/exeseal"
@@ -26,7 +27,9 @@ const reexecEnv = "_KPTR_SEALED_REEXEC"
 // more is needed; otherwise it re-executes kptr once from the sealed memfd
 // copy that made instead, and the copy is paid once per kptr process rather
 // than once per function. On any failure kptr carries on unsealed (slower,
-// equally safe).
+// equally safe). None of this is needed, and nothing is done, when no run
+// can write the binary (sealNeeded): then only libcontainer, the fallback
+// launcher, seals, at each of its starts.
 func ReexecSealed() {
 	if os.Getenv(reexecEnv) != "" {
 		os.Unsetenv(reexecEnv)
@@ -34,6 +37,10 @@ func ReexecSealed() {
 		return
 	}
 	if os.Getenv("KPTR_NO_REEXEC") != "" {
+		return
+	}
+	if !selfSealNeeded() {
+		sealMode = SealNotNeeded
 		return
 	}
 	if exeseal.IsSelfExeCloned() {
@@ -72,7 +79,49 @@ const (
 	SealNone    = ""        // not at all (KPTR_NO_REEXEC, or everything failed): a copy per start
 	SealReexec  = "reexec"  // /proc/self/exe is a sealed memfd copy
 	SealOverlay = "overlay" // libcontainer seals through a read-only overlayfs, no copy
+	// no run can write the binary (sealNeeded): nsinit starts from it as it
+	// is, and only libcontainer's starts seal (their own way)
+	SealNotNeeded = "not-needed"
 )
+
+// sealAlwaysEnv makes kptr seal its binary as if a run could write it
+// (tests of the sealing itself, where the binary is root's).
+const sealAlwaysEnv = "_KPTR_SEAL_ALWAYS"
+
+// selfSealNeeded is sealNeeded for the running binary, read once; true
+// (seal) when it cannot be read.
+var selfSealNeeded = sync.OnceValue(func() bool {
+	if os.Getenv(sealAlwaysEnv) != "" {
+		return true
+	}
+	f, err := os.Open("/proc/self/exe")
+	if err != nil {
+		return true
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &st) != nil {
+		return true
+	}
+	_, aerr := unix.Fgetxattr(int(f.Fd()), "system.posix_acl_access", nil)
+	acl := aerr == nil || (aerr != unix.ENODATA && aerr != unix.EOPNOTSUPP)
+	return sealNeeded(st, acl)
+})
+
+// sealNeeded says whether a function could write the kptr binary whose file
+// is st (acl: it has an access ACL, or that could not be read), were it to
+// reach it (through /proc/<pid>/exe: CVE-2019-5736, why libcontainer and
+// kptr start inits from a sealed copy). Every run is in a user namespace
+// whose ids are unprivileged host ids (kptr's own uid when kptr is not
+// root, RootHostIDBase's range when it is), never host root, and its
+// capabilities count only on files whose owner is mapped in it. So a file
+// of root's, without a group or other write bit and without an ACL, is one
+// no run can write: true (seal) for anything else. An installed kptr
+// (/usr/local/bin, the sidecar image) is such a file; a kptr built or
+// installed by its user is that user's, and is sealed as before.
+func sealNeeded(st unix.Stat_t, acl bool) bool {
+	return st.Uid != 0 || st.Mode&0o022 != 0 || acl
+}
 
 var sealMode string
 

@@ -603,9 +603,11 @@ var (
 // (a read-only overlayfs view, or a sealed memfd copy) made once per
 // process and kept open, never the binary's own file, which a function
 // running as kptr's uid could otherwise reach through /proc and rewrite
-// (CVE-2019-5736).
+// (CVE-2019-5736). When no run can write that file (sealNeeded), it is
+// the binary itself: a 20-45 MB memfd copy per kptr process spared, where
+// kptr is not root (as root, an overlay mount).
 func sealedExe(stateDir string) (string, error) {
-	if exeseal.IsSelfExeCloned() {
+	if exeseal.IsSelfExeCloned() || !selfSealNeeded() {
 		return "/proc/self/exe", nil
 	}
 	sealOnce.Do(func() {
