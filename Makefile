@@ -171,7 +171,7 @@ BENCH_RENDER_CATALOG_FLAGS ?=
 bench-render: build ## issue 13: realistic package at 50/500/5,000 resources vs kpt exec mode, bwrap, --sandbox none; start-up; memo (figures → BENCHMARKS.md)
 	$(GO) run ./test/bench/render -kptr $(BIN) $(BENCH_RENDER_FLAGS)
 	@echo "== issue 26: the sandbox's cost at 50 resources with images shaped like the catalog's (alpine-like base, 28 MB dynamically linked binaries, a Starlark validator)"
-	$(GO) run ./test/bench/render -kptr $(BIN) -images catalog-shaped -sizes 50 -runs 50=15 -startup-runs 20 -memo-runs 0 -cold-runs 5 $(BENCH_RENDER_CATALOG_FLAGS)
+	$(GO) run ./test/bench/render -kptr $(BIN) -images catalog-shaped -sizes 50 -runs 50=15 -startup-runs 30 -memo-runs 0 -cold-runs 7 $(BENCH_RENDER_CATALOG_FLAGS)
 	@echo "== cold sandbox start against bubblewrap's (runtime's BenchmarkRun: trivial function, median-ms)"
 	$(GO) test -run '^$$' -bench '^BenchmarkRun$$/^(bare|bwrap|kptr)$$' -benchtime 50x -count 1 ./runtime/namespace
 
