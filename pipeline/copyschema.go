@@ -17,10 +17,7 @@ import (
 // TestTypeSchemaTable keeps the table equal to kyaml's schema and
 // TestTypeSchemaTableAgreesWithKyaml checks it answers as kyaml does.
 // Read-only: safe for concurrent use.
-type schemaNode = typeNode
-
-// typeNode is one node of the table.
-type typeNode struct {
+type schemaNode struct {
 	props []typeProp // sorted by name
 	addl  int32      // the schema of a key not in props (a map's values); 0: none
 	elems int32      // the schema of a list's items; 0: none
@@ -28,7 +25,7 @@ type typeNode struct {
 	keys  []string   // its merge keys (PatchStrategyAndKeyList)
 }
 
-// typeProp is a field of a typeNode: its name and node (0: no schema).
+// typeProp is a field of a schemaNode: its name and node (0: no schema).
 type typeProp struct {
 	name string
 	node int32

@@ -26,7 +26,7 @@ var updateTypeSchemas = flag.Bool("update-typeschemas", false, "rewrite typesche
 
 // schemaTable is the table typeschemas.go holds, as the generator builds it.
 type schemaTable struct {
-	nodes []typeNode // nodes[0] unused: index 0 means "no schema"
+	nodes []schemaNode // nodes[0] unused: index 0 means "no schema"
 	roots []typeRoot
 	ids   map[string]int32 // node identity → index
 }
@@ -69,16 +69,15 @@ func kyamlTypes(t testing.TB) map[yaml.TypeMeta]string {
 // Field and Elements replace the schema by it, extensions included), so it
 // is shared; any other node is its parent's field, map values or items.
 func buildSchemaTable(t testing.TB) *schemaTable {
-	tb := &schemaTable{nodes: []typeNode{{}}, ids: map[string]int32{}}
+	tb := &schemaTable{nodes: []schemaNode{{}}, ids: map[string]int32{}}
 	var add func(id string, rs *openapi.ResourceSchema) int32
 	// child is the node of a field, map value or item schema s of parent
 	// (its identity: the last $ref kyaml follows, else the path).
-	child := func(parent, step string, s *openapiSchemaRef, rs *openapi.ResourceSchema) int32 {
-		id := parent + step
-		if s.ref != "" {
-			id = s.ref
+	child := func(parent, step, ref string, rs *openapi.ResourceSchema) int32 {
+		if ref != "" {
+			return add(ref, rs)
 		}
-		return add(id, rs)
+		return add(parent+step, rs)
 	}
 	add = func(id string, rs *openapi.ResourceSchema) int32 {
 		if rs == nil || rs.Schema == nil {
@@ -89,8 +88,8 @@ func buildSchemaTable(t testing.TB) *schemaTable {
 		}
 		i := int32(len(tb.nodes))
 		tb.ids[id] = i
-		tb.nodes = append(tb.nodes, typeNode{})
-		var n typeNode
+		tb.nodes = append(tb.nodes, schemaNode{})
+		var n schemaNode
 		if ps, _ := rs.PatchStrategyAndKey(); ps != "" {
 			for _, p := range strings.Split(ps, ",") {
 				n.merge = n.merge || p == "merge"
@@ -128,9 +127,8 @@ func buildSchemaTable(t testing.TB) *schemaTable {
 		return i
 	}
 	types := kyamlTypes(t)
-	for tm, def := range types {
+	for tm := range types {
 		tb.roots = append(tb.roots, typeRoot{tm.APIVersion, tm.Kind, 0})
-		_ = def
 	}
 	// numbered in the order of the sorted types: the same file every time
 	slices.SortFunc(tb.roots, func(a, b typeRoot) int {
@@ -144,25 +142,22 @@ func buildSchemaTable(t testing.TB) *schemaTable {
 	return tb
 }
 
-// openapiSchemaRef is the identity of a $ref kyaml follows ("" for none).
-type openapiSchemaRef struct{ ref string }
-
-// lastRef is the definition a chain of $refs ends at; the built-in schema's
-// definitions are never refs themselves, which the walk checks.
-func lastRef(ref string) *openapiSchemaRef {
+// lastRef is the last $ref of the chain kyaml follows from ref ("" for
+// none): the definition a field's node is.
+func lastRef(ref string) string {
 	for ref != "" {
 		name, ok := strings.CutPrefix(ref, "#/definitions/")
 		if !ok {
-			return &openapiSchemaRef{ref}
+			return ref
 		}
 		d := openapi.Schema().Definitions[name]
 		next := d.Ref.String()
 		if next == "" {
-			return &openapiSchemaRef{ref}
+			return ref
 		}
 		ref = next
 	}
-	return &openapiSchemaRef{}
+	return ""
 }
 
 // source renders the table as typeschemas.go.
@@ -172,7 +167,7 @@ func (tb *schemaTable) source() []byte {
 	fmt.Fprintf(&b, "// What the copy-back needs of the Kubernetes OpenAPI schema (version %s) built into sigs.k8s.io/kustomize/kyaml:\n", openapi.GetSchemaVersion())
 	fmt.Fprintf(&b, "// for each resource type, its fields, map values and list items, and each list's merge strategy and keys.\n\n")
 	fmt.Fprintf(&b, "package pipeline\n\n")
-	fmt.Fprintf(&b, "var typeNodes = [...]typeNode{\n\t{},\n")
+	fmt.Fprintf(&b, "var typeNodes = [...]schemaNode{\n\t{},\n")
 	for _, n := range tb.nodes[1:] {
 		b.WriteString("\t{")
 		var parts []string

@@ -5,7 +5,7 @@
 
 package pipeline
 
-var typeNodes = [...]typeNode{
+var typeNodes = [...]schemaNode{
 	{},
 	{props: []typeProp{{"apiVersion", 2}, {"dryRun", 3}, {"gracePeriodSeconds", 2}, {"kind", 2}, {"orphanDependents", 2}, {"preconditions", 4}, {"propagationPolicy", 2}}},
 	{},
