@@ -359,13 +359,23 @@ func marshalFast(kf *KptFile, seqIndent string) ([]byte, bool) {
 	if !ok {
 		return nil, false
 	}
+	b, ok := marshalHead(kf, seqIndent)
+	if !ok {
+		return nil, false
+	}
+	return AppendNode(b, doc, seqIndent)
+}
+
+// marshalHead is kf without its status as reflection writes it; ok is
+// false when that fails or is empty ("{}": no document to continue).
+func marshalHead(kf *KptFile, seqIndent string) ([]byte, bool) {
 	head := *kf
 	head.Status = nil
 	b, err := marshalReflect(&head, seqIndent)
 	if err != nil || len(b) == 0 || b[0] == '{' {
 		return nil, false
 	}
-	return AppendNode(b, doc, seqIndent)
+	return b, true
 }
 
 // MarshalNode is the document node whose encoding (fastyaml, or kyaml's
@@ -384,10 +394,8 @@ func MarshalNode(kf *KptFile, seqIndent string) (*yaml.Node, bool) {
 	if !ok {
 		return nil, false
 	}
-	head := *kf
-	head.Status = nil
-	b, err := marshalReflect(&head, seqIndent)
-	if err != nil || len(b) == 0 || b[0] == '{' {
+	b, ok := marshalHead(kf, seqIndent)
+	if !ok {
 		return nil, false
 	}
 	doc, ok := fastyaml.Decode(b)
