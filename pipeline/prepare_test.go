@@ -156,11 +156,7 @@ func TestFirstFunctionsPreparedBeforeRead(t *testing.T) {
 	if got := strings.Join(pr.events, ","); got != "prepare one:latest" {
 		t.Fatalf("events %q: want the first function prepared before the package was read, none run", got)
 	}
-	for i, ctx := range pr.ctxs {
-		if ctx.Err() == nil {
-			t.Errorf("preparation %d: its context is still live after Render returned (an unused sandbox would wait until the command ends)", i)
-		}
-	}
+	preparationsEnded(t, pr, "Render")
 	plainOut, plainErr := render(runtime.Host{})
 	if out != plainOut || err.Error() != plainErr.Error() {
 		t.Fatalf("with preparing: %v\n%s\nwithout: %v\n%s", err, out, plainErr, plainOut)
@@ -230,11 +226,7 @@ func TestEvalPreparesItsFunction(t *testing.T) {
 	if got := strings.Join(pr.events, ","); got != "prepare one" {
 		t.Fatalf("events %q: want the function prepared before the package was read, none run", got)
 	}
-	for i, ctx := range pr.ctxs {
-		if ctx.Err() == nil {
-			t.Errorf("preparation %d: its context is still live after Eval returned", i)
-		}
-	}
+	preparationsEnded(t, pr, "Eval")
 
 	// an image the cache does not hold is not prepared (nothing is pulled)
 	pr = &preparingRunner{invs: map[string][]runtime.Invocation{}}
@@ -243,5 +235,17 @@ func TestEvalPreparesItsFunction(t *testing.T) {
 	}
 	if got := strings.Join(pr.events, ","); got != "run uncached" {
 		t.Fatalf("events %q: want the uncached image run without preparing", got)
+	}
+}
+
+// preparationsEnded fails t for every preparation pr was asked for whose
+// context is still live after fn (Render, Eval) returned: an unused
+// prepared sandbox would wait until the command ends.
+func preparationsEnded(t *testing.T, pr *preparingRunner, fn string) {
+	t.Helper()
+	for i, ctx := range pr.ctxs {
+		if ctx.Err() == nil {
+			t.Errorf("preparation %d: its context is still live after %s returned (an unused sandbox would wait until the command ends)", i, fn)
+		}
 	}
 }
