@@ -6,7 +6,7 @@ LDFLAGS := -X main.version=$(VERSION)
 BIN := bin/kptr
 export CGO_ENABLED := 1
 
-.PHONY: help build install install-kpt-link uninstall test test-unit test-unpriv test-runtimedefault bench-runtime bench bench-cache bench-pipeline bench-render demo image push argocd test-argocd bench-argocd clean
+.PHONY: help build install install-kpt-link uninstall test vet test-unit test-unpriv test-runtimedefault bench-runtime bench bench-cache bench-pipeline bench-render demo image push argocd test-argocd bench-argocd clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -51,16 +51,33 @@ TESTSUM := $(CURDIR)/bin/testsum
 $(TESTSUM): test/testsum/*.go
 	$(GO) build -o $(TESTSUM) ./test/testsum
 
-test: build $(TESTSUM) ## run every test suite (what CI runs)
-	$(GO) vet ./...
-	$(MAKE) test-unit
-	$(MAKE) test-unpriv
-	$(MAKE) test-runtimedefault
-	$(MAKE) test-argocd
+# make test runs every suite, also after one failed, and ends with each
+# suite's verdict and time; it fails if any did. Within a suite every step
+# runs too (rc collects the failures). TEST_SUITES is the list (test/ci's
+# TestMakeTestRunsEverySuite sets its own).
+TEST_SUITES ?= vet test-unit test-unpriv test-runtimedefault test-argocd
+test: build $(TESTSUM) ## run every test suite (what CI runs); the last lines are each suite's verdict
+	@set -u; rc=0; report=""; \
+	for s in $(TEST_SUITES); do \
+	  start=$$(date +%s); \
+	  if $(MAKE) --no-print-directory $(addprefix -f ,$(MAKEFILE_LIST)) $$s; then v="ok  "; else v="FAIL"; rc=1; fi; \
+	  report="$$report$$v $$s in $$(( $$(date +%s) - start )) s"$$'\n'; \
+	done; \
+	printf '== make test: each suite\x27s verdict\n%s' "$$report"; \
+	if [ $$rc = 0 ]; then echo "== make test: every suite passed"; else echo "== make test: FAILED (see the suites marked FAIL above)"; fi; \
+	exit $$rc
 
+vet: ## go vet of every package
+	$(GO) vet ./...
+
+# A package's tests share one -timeout: sized for a loaded 2-core machine,
+# where the pipeline and hostile suites take several times their quiet time.
+UNIT_TIMEOUT ?= 45m
 test-unit: $(TESTSUM) ## all Go tests as the current user; the sandbox suites again with the libcontainer launcher
-	@set -o pipefail; $(GO) test -json -count=1 -timeout 25m ./... | $(TESTSUM) -suite "unit tests as $$(id -un)"
-	@set -o pipefail; KPTR_LAUNCHER=libcontainer $(GO) test -json -count=1 ./runtime ./runtime/namespace | $(TESTSUM) -suite "runtime suites, libcontainer launcher, as $$(id -un)"
+	@set -o pipefail; rc=0; \
+	$(GO) test -json -count=1 -timeout $(UNIT_TIMEOUT) ./... | $(TESTSUM) -suite "unit tests as $$(id -un)" || rc=1; \
+	KPTR_LAUNCHER=libcontainer $(GO) test -json -count=1 -timeout 20m ./runtime ./runtime/namespace | $(TESTSUM) -suite "runtime suites, libcontainer launcher, as $$(id -un)" || rc=1; \
+	exit $$rc
 
 # The sandbox suites (runtime/: every tier through the shared interface;
 # runtime/namespace, runtime/landlock, runtime/nsinit; kptr's doctor/refusal
@@ -76,7 +93,7 @@ UNPRIV_UID ?= 999
 LEGACY_JS_GO := go1.20.14
 SANDBOX_CMD_TESTS := ^(TestDoctor|TestNewRunnerModes|TestRefusesWithoutUserNamespaces|TestExitCodesWithoutSandbox)$$
 define run-unpriv
-	set -euo pipefail; d=$$(mktemp -d /tmp/kptr-unpriv.XXXXXX); trap 'rm -rf "$$d"' EXIT; \
+	set -euo pipefail; rc=0; d=$$(mktemp -d /tmp/kptr-unpriv.XXXXXX); trap 'rm -rf "$$d"' EXIT; \
 	mkdir -p "$$d/bin" "$$d/home" "$$d/tmp"; \
 	for f in hostile cat escape-report; do CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o "$$d/bin/$$f" ./test/fixtures/$$f; done; \
 	for f in wasm-hostile set-namespace; do for os in js wasip1; do GOOS=$$os GOARCH=wasm $(GO) build -trimpath -ldflags='-s -w' -o "$$d/bin/$$f.$$os.wasm" ./test/fixtures/$$f; done; done; \
@@ -97,13 +114,14 @@ define run-unpriv
 	who="as uid $$($$e $$as id -u), no caps, no_new_privs"; \
 	for p in runtime namespace landlock wasm; do \
 	  echo "== $$p suite $$who"; \
-	  $$e $$as ./$$p.test -test.v=test2json -test.count=1 -test.timeout=10m 2>&1 | $(GO) tool test2json -t -p $$p | $(TESTSUM) -suite "$$p suite $$who"; \
+	  $$e $$as ./$$p.test -test.v=test2json -test.count=1 -test.timeout=10m 2>&1 | $(GO) tool test2json -t -p $$p | $(TESTSUM) -suite "$$p suite $$who" || rc=1; \
 	done; \
 	for p in runtime namespace; do \
-	  $$e KPTR_LAUNCHER=libcontainer $$as ./$$p.test -test.v=test2json -test.count=1 -test.timeout=10m 2>&1 | $(GO) tool test2json -t -p $$p | $(TESTSUM) -suite "$$p suite, libcontainer launcher, $$who"; \
+	  $$e KPTR_LAUNCHER=libcontainer $$as ./$$p.test -test.v=test2json -test.count=1 -test.timeout=10m 2>&1 | $(GO) tool test2json -t -p $$p | $(TESTSUM) -suite "$$p suite, libcontainer launcher, $$who" || rc=1; \
 	done; \
-	$$e $$as ./kptr.test -test.v=test2json -test.count=1 -test.run '$(SANDBOX_CMD_TESTS)' 2>&1 | $(GO) tool test2json -t -p cmd/kptr | $(TESTSUM) -suite "cmd/kptr sandbox tests $$who"; \
-	$$e $$as ./nsinit.test -test.v=test2json -test.count=1 -test.timeout=5m 2>&1 | $(GO) tool test2json -t -p runtime/nsinit | $(TESTSUM) -suite "runtime/nsinit suite $$who"
+	$$e $$as ./kptr.test -test.v=test2json -test.count=1 -test.run '$(SANDBOX_CMD_TESTS)' 2>&1 | $(GO) tool test2json -t -p cmd/kptr | $(TESTSUM) -suite "cmd/kptr sandbox tests $$who" || rc=1; \
+	$$e $$as ./nsinit.test -test.v=test2json -test.count=1 -test.timeout=5m 2>&1 | $(GO) tool test2json -t -p runtime/nsinit | $(TESTSUM) -suite "runtime/nsinit suite $$who" || rc=1; \
+	exit $$rc
 endef
 
 test-unpriv: $(TESTSUM) ## the sandbox suite again as uid 999 with no capabilities and no_new_privs
@@ -116,7 +134,7 @@ test-unpriv: $(TESTSUM) ## the sandbox suite again as uid 999 with no capabiliti
 # as a node would (the namespace tier cannot start under it).
 RUNTIMEDEFAULT := $(CURDIR)/test/e2e/argocd/testdata/runtime-default/containerd-docker-default.json
 test-runtimedefault: $(TESTSUM) ## the landlock tier's suites as uid 999 under containerd's RuntimeDefault seccomp profile
-	@set -euo pipefail; d=$$(mktemp -d /tmp/kptr-rtdefault.XXXXXX); trap 'rm -rf "$$d"' EXIT; \
+	@set -euo pipefail; rc=0; d=$$(mktemp -d /tmp/kptr-rtdefault.XXXXXX); trap 'rm -rf "$$d"' EXIT; \
 	mkdir -p "$$d/bin" "$$d/home" "$$d/tmp"; \
 	for f in hostile cat escape-report; do CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o "$$d/bin/$$f" ./test/fixtures/$$f; done; \
 	$(GO) build -o "$$d/seccompexec" ./test/e2e/argocd/seccompexec; \
@@ -129,8 +147,9 @@ test-runtimedefault: $(TESTSUM) ## the landlock tier's suites as uid 999 under c
 	else as="setpriv --no-new-privs"; fi; \
 	cd "$$d"; e="env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=$$d/home TMPDIR=$$d/tmp KPTR_FIXTURE_BIN_DIR=$$d/bin"; \
 	who="as uid $$($$e $$as id -u) under containerd's RuntimeDefault"; \
-	$$e $$as ./seccompexec $(RUNTIMEDEFAULT) ./runtime.test -test.v=test2json -test.count=1 -test.timeout=10m -test.run 'TestTiers[A-Za-z]*/landlock' 2>&1 | $(GO) tool test2json -t -p runtime | $(TESTSUM) -suite "runtime tier suite, landlock, $$who"; \
-	$$e $$as ./seccompexec $(RUNTIMEDEFAULT) ./landlock.test -test.v=test2json -test.count=1 -test.timeout=10m 2>&1 | $(GO) tool test2json -t -p landlock | $(TESTSUM) -suite "landlock suite $$who"
+	$$e $$as ./seccompexec $(RUNTIMEDEFAULT) ./runtime.test -test.v=test2json -test.count=1 -test.timeout=10m -test.run 'TestTiers[A-Za-z]*/landlock' 2>&1 | $(GO) tool test2json -t -p runtime | $(TESTSUM) -suite "runtime tier suite, landlock, $$who" || rc=1; \
+	$$e $$as ./seccompexec $(RUNTIMEDEFAULT) ./landlock.test -test.v=test2json -test.count=1 -test.timeout=10m 2>&1 | $(GO) tool test2json -t -p landlock | $(TESTSUM) -suite "landlock suite $$who" || rc=1; \
+	exit $$rc
 
 bench-runtime: ## per-run cost of the sandbox (cold, pipelined, prepared) vs bare exec, bwrap, podman (root); as root and as uid 999 (figures → BENCHMARKS.md)
 	$(GO) test -run '^$$' -bench BenchmarkRun -benchtime 100x -count 1 ./runtime/namespace ./runtime/landlock

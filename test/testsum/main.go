@@ -7,8 +7,11 @@
 //	ok   runtime (as uid 999, no caps): 57 passed, 0 failed, 2 skipped (12 subtests) in 41.2s
 //	runtime (as uid 999, no caps): 57 passed, 0 failed, 2 skipped
 //
-// It exits 1 when a test or a package failed, or when no test ran at all
-// (a suite that silently ran nothing must not look green).
+// A test the package's binary never finished (a timeout's panic, a crash)
+// is a failure, shown with its output and the panic's head; a package that
+// failed outside its tests (a build error) is one. It exits 1 when anything
+// failed, or when no test ran at all (a suite that silently ran nothing
+// must not look green).
 package main
 
 import (
@@ -16,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 func main() {
@@ -36,6 +40,13 @@ func summarise(r io.Reader, w io.Writer, suite string) bool {
 	if label == "" {
 		label = "tests"
 	}
-	fmt.Fprintf(w, "%s: %d passed, %d failed, %d skipped\n", label, t.passed, t.failed, t.skipped)
-	return t.failed == 0 && s.failedPkgs == 0 && t.passed+t.skipped > 0
+	line := fmt.Sprintf("%s: %d passed, %d failed, %d skipped", label, t.passed, t.failed, t.skipped)
+	if len(s.failedPkgs) > 0 {
+		line += "; failed: " + strings.Join(s.failedPkgs, ", ")
+	}
+	if t.passed+t.failed+t.skipped == 0 {
+		line += "; no test ran"
+	}
+	fmt.Fprintln(w, line)
+	return t.failed == 0 && len(s.failedPkgs) == 0 && t.passed+t.skipped > 0
 }

@@ -37,11 +37,11 @@ func TestSummarise(t *testing.T) {
 		}, false, []string{
 			"--- FAIL: TestA (cache)", "cache_test.go:10: boom",
 			"FAIL cache (as uid 999): 1 passed, 1 failed, 0 skipped in 1.3s",
-			"pipeline.go:1: syntax error", "FAIL pipeline (as uid 999): 0 passed, 0 failed, 0 skipped in 1.3s",
+			"pipeline.go:1: syntax error", "FAIL pipeline (as uid 999): 0 passed, 1 failed, 0 skipped in 1.3s: failed outside its tests (build error, panic or TestMain)",
 			"?    deploy/image (as uid 999): no test files",
-			"as uid 999: 1 passed, 1 failed, 0 skipped",
+			"as uid 999: 1 passed, 2 failed, 0 skipped; failed: cache, pipeline",
 		}},
-		{"nothing ran", []string{"no events at all"}, false, []string{"no events at all", "as uid 999: 0 passed, 0 failed, 0 skipped"}},
+		{"nothing ran", []string{"no events at all"}, false, []string{"no events at all", "as uid 999: 0 passed, 0 failed, 0 skipped; no test ran"}},
 	} {
 		var out strings.Builder
 		pass := summarise(strings.NewReader(strings.Join(tc.in, "\n")), &out, "as uid 999")

@@ -1,0 +1,3 @@
+module testsum.example
+
+go 1.26
