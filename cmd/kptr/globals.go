@@ -155,6 +155,11 @@ type settingGroup struct {
 // working (`kptr cache ls --offline`).
 const globalFlag = "kptr-global"
 
+// unusedFlag marks a shared setting that does not apply to the command: its
+// variable is not read there, so not checked either (a bad KPTR_FN_TIMEOUT
+// does not stop `kptr version`).
+const unusedFlag = "kptr-global-unused"
+
 // addSettings puts every shared setting on fs: those of the scopes in use
 // shown (unless hide, as in kpt's help) and checked, the others hidden.
 func (g *globals) addSettings(fs *pflag.FlagSet, use scope, hide bool) {
@@ -166,6 +171,7 @@ func (g *globals) addSettings(fs *pflag.FlagSet, use scope, hide bool) {
 				f.Annotations = map[string][]string{globalFlag: nil}
 				f.Hidden = hide
 			} else {
+				f.Annotations = map[string][]string{unusedFlag: nil}
 				f.Hidden = true
 			}
 			fs.AddFlag(f)
@@ -220,7 +226,7 @@ func (g *globals) checkSettings(fs *pflag.FlagSet) error {
 	g.flags = fs
 	var bad error
 	fs.VisitAll(func(f *pflag.Flag) {
-		if bad != nil || f.Changed || !applies(fs, f.Name) {
+		if _, unused := f.Annotations[unusedFlag]; bad != nil || f.Changed || unused {
 			return
 		}
 		m := envInUsage.FindStringSubmatch(f.Usage)
@@ -234,14 +240,14 @@ func (g *globals) checkSettings(fs *pflag.FlagSet) error {
 		var err error
 		switch f.Value.Type() {
 		case "bool":
-			_, err = strconv.ParseBool(v)
+			_, err = parseBool(v)
 		case "duration":
 			_, err = time.ParseDuration(v)
 		case "int", "int64":
 			_, err = strconv.ParseInt(v, 10, 64)
 		}
 		if err != nil {
-			want := map[string]string{"bool": "true or false", "duration": "a duration such as 90s or 5m", "int": "a whole number", "int64": "a whole number"}
+			want := map[string]string{"bool": "true or false (or 1, 0)", "duration": "a duration such as 90s or 5m", "int": "a whole number", "int64": "a whole number"}
 			bad = usageError("%s (--%s): want %s, got %q", m[1], f.Name, want[f.Value.Type()], v)
 		}
 	})
@@ -305,6 +311,13 @@ func (g *globals) checkSettings(fs *pflag.FlagSet) error {
 	if v := strings.TrimSpace(g.getenv("KPTR_FN_MAX_OUTPUT")); on("fn-timeout") && v != "" {
 		if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < 0 {
 			return usageError("KPTR_FN_MAX_OUTPUT: want a number of bytes, got %q", v)
+		}
+	}
+	for _, name := range envOnlyBools {
+		if v := g.getenv(name); on("sandbox") && strings.TrimSpace(v) != "" {
+			if _, err := parseBool(v); err != nil {
+				return usageError("%s: %v", name, err)
+			}
 		}
 	}
 	for _, name := range append(outputLimitVars, packageLimitVars...) {
@@ -427,11 +440,6 @@ func envOr(v, def string) string {
 		return def
 	}
 	return v
-}
-
-func envBool(v string) bool {
-	b, _ := strconv.ParseBool(strings.TrimSpace(v))
-	return b
 }
 
 func envDuration(v string, def time.Duration) time.Duration {

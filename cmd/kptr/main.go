@@ -178,6 +178,7 @@ func (g *globals) execute(ctx context.Context, args []string) (*cobra.Command, e
 	if g.kpt {
 		root = g.kptRoot()
 	}
+	strictBools(root)
 	root.SetArgs(args)
 	root.SetIn(g.stdin)
 	root.SetOut(g.stdout)

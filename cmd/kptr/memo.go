@@ -48,7 +48,11 @@ func (g *globals) memoVariant() string {
 	if sb == "" {
 		sb = sandboxAuto
 	}
-	return "sandbox=" + sb + ";overlay=" + g.getenv("KPTR_OVERLAY")
+	overlay := "" // on unless set off (the key of a default run is unchanged)
+	if g.envOff("KPTR_OVERLAY") {
+		overlay = "0"
+	}
+	return "sandbox=" + sb + ";overlay=" + overlay
 }
 
 // listMemo ends cache ls with the current user's memoised results, when

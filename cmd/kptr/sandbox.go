@@ -51,7 +51,7 @@ func (g *globals) openRunner() (_ runtime.Runner, notice string, _ error) {
 			return nil, "", usageError("--sandbox: want %s, got %q", sandboxModes(), g.sandbox)
 		}
 	}
-	if g.getenv("KPTR_OVERLAY") == "0" {
+	if g.envOff("KPTR_OVERLAY") {
 		// The read-only view of the image even where an overlay works
 		// (upper layers then never take space in the run-state directory).
 		opts = append(opts, runtime.WithOverlay(false))
