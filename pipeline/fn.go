@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/Masterminds/semver/v3"
@@ -223,9 +225,26 @@ func execStartError(st *fnStep, err error) error {
 	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) && pe.Op == "fork/exec" {
-		return fmt.Errorf("unexpected function error: %w", &fs.PathError{Op: pe.Op, Path: st.argv[0], Err: pe.Err})
+		err := fmt.Errorf("unexpected function error: %w", &fs.PathError{Op: pe.Op, Path: st.argv[0], Err: pe.Err})
+		if errors.Is(pe.Err, syscall.ENOEXEC) && isWasmModule(pe.Path) {
+			// kpt's words, and what the user meant: a wasm exec function
+			err = fmt.Errorf("%w (the file is a wasm module: run it with --allow-alpha-wasm)", err)
+		}
+		return err
 	}
 	return nil
+}
+
+// isWasmModule reports whether the file at path starts with wasm's magic.
+func isWasmModule(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	magic := make([]byte, 4)
+	_, err = io.ReadFull(f, magic)
+	return err == nil && string(magic) == "\x00asm"
 }
 
 func (r *renderer) doFunction(st *fnStep, pn *pkgNode, input []*yaml.RNode, fnConfig *yaml.RNode, fr *FnResult, keep bool) ([]*yaml.RNode, error) {
@@ -341,19 +360,19 @@ func dockerCLIOutput(l string) bool {
 // reported in the words docker and podman use ("No such image", "image not
 // known"); other causes as they are.
 func runtimeFailure(image string, err error) string {
-	cause := err
+	cause := cache.Describe(err)
 	var ce *cache.Error
 	if errors.As(err, &ce) {
-		cause = ce.Err // without the image name the message already starts with
+		cause = cache.Describe(ce.Err) // without the image name the message already starts with
 	}
 	var te *transport.Error
 	switch {
 	case errors.Is(err, cache.ErrNotCached):
-		return fmt.Sprintf("Error: No such image: %s: image not known: %v", image, cause)
+		return fmt.Sprintf("Error: No such image: %s: image not known: %s", image, cause)
 	case errors.As(err, &te) && (te.StatusCode == 404 || hasDiagnostic(te, transport.ManifestUnknownErrorCode, transport.NameUnknownErrorCode)):
-		return fmt.Sprintf("Error: No such image: %s: image not known: the registry does not have it: %v", image, cause)
+		return fmt.Sprintf("Error: No such image: %s: image not known: the registry does not have it: %s", image, cause)
 	}
-	return err.Error()
+	return cache.Describe(err)
 }
 
 func hasDiagnostic(te *transport.Error, codes ...transport.ErrorCode) bool {

@@ -469,7 +469,7 @@ machines.`,
 		for _, src := range args {
 			if _, err := os.Stat(src); src != "-" && err != nil {
 				// the user's input, not the cache's environment
-				return usageError("%v", err)
+				return usageError("%v", pathWords("source", src, err))
 			}
 		}
 		c, err := g.openCache(ctx)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -35,6 +36,7 @@ type exitFixtures struct {
 	// the tags of tagRepo (a registry serving v0.2.1, v0.2.3, v0.3.0)
 	badYAML, nonKRM, noTag, tagRepo string
 	badTag                          string // a function whose tag: is no tag at all
+	wasmExec                        string // an exec function that is a wasm module
 	// signature policies: one that rejects every image, one kptr cannot load
 	rejectPolicy, badPolicy string
 }
@@ -65,6 +67,12 @@ func newExitFixtures(t *testing.T) exitFixtures {
 	writeTree(t, f.existing, map[string]string{"x.yaml": cm})
 	f.badYAML, f.nonKRM, f.noTag = filepath.Join(base, "bad-yaml"), filepath.Join(base, "non-krm"), filepath.Join(base, "no-tag")
 	writeTree(t, f.badYAML, map[string]string{"Kptfile": kf("exec: cat"), "bad.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: [x\n"})
+	f.wasmExec = filepath.Join(base, "wasm-exec")
+	module := filepath.Join(base, "fn.wasm")
+	if err := os.WriteFile(module, exitModule, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, f.wasmExec, map[string]string{"Kptfile": kf("exec: " + module), "cm.yaml": cm})
 	writeTree(t, f.nonKRM, map[string]string{"Kptfile": kf("exec: cat"), "n.yaml": "kind: ConfigMap\nmetadata:\n  name: x\n"})
 	f.badTag = filepath.Join(base, "bad-tag")
 	writeTree(t, f.badTag, map[string]string{"Kptfile": kf("image: set-labels\n    tag: \"not a tag!\""), "cm.yaml": cm})
@@ -106,7 +114,7 @@ func exitCases(f exitFixtures) []exitCase {
 		{"usage", []string{"fn", "render", "--cahce-dir", "x"}, nil, 2, 1, "kptr fn render: unknown flag: --cahce-dir; did you mean --cache-dir? (see kptr fn render --help)"},
 		{"usage", []string{"fn", "render", "a", "b"}, nil, 2, 1, "kptr fn render: expected at most one package path, got 2"},
 		{"usage", []string{"fn", "render", f.ok, "--fn-timeout", "0s"}, nil, 2, 1, "--fn-timeout: want a positive duration"},
-		{"input", []string{"fn", "render", f.missing}, nil, 2, 1, "Error: lstat " + f.missing + ": no such file or directory"},
+		{"input", []string{"fn", "render", f.missing}, nil, 2, 1, "Error: package " + f.missing + ": no such directory (fn render takes a package directory)"},
 		{"input", []string{"fn", "render", f.file}, nil, 2, 1, "Error: " + f.file + " is a file: fn render takes a package directory"},
 		{"input", []string{"fn", "render", f.noKptfile}, nil, 2, 1, "Error: No Kptfile found at"},
 		{"input", []string{"fn", "render", f.badKptfile, "--allow-exec"}, nil, 2, 1, "can't be read"},
@@ -117,18 +125,19 @@ func exitCases(f exitFixtures) []exitCase {
 		{"input", []string{"fn", "render", f.nonKRM, "--allow-exec", "-o", "unwrap"}, nil, 2, 1, "must contain only KRM resources: n.yaml: resource must have `apiVersion`"},
 		{"input", []string{"fn", "render", f.noTag, "-o", "unwrap"}, nil, 2, 1, `no tag matches constraint "~0.9" (the repository has 3 tags; nearest: v0.2.1, v0.2.3, v0.3.0)`},
 		{"function", []string{"fn", "render", f.failing, "--allow-exec", "-o", "unwrap"}, nil, 1, 1, "Exit code: 1"},
+		{"function", []string{"fn", "render", f.wasmExec, "--allow-exec", "-o", "unwrap"}, nil, 1, 1, "exec format error (the file is a wasm module: run it with --allow-alpha-wasm)"},
 		{"registry", []string{"fn", "render", f.registry, "-o", "unwrap"}, nil, 3, 1, "connection refused"},
 		{"signature", []string{"fn", "render", f.registry, "-o", "unwrap"}, reject, 4, 1, refused},
 		{"usage", []string{"fn", "render", f.registry, "-o", "unwrap"}, badPolicy, 2, 1, "KPTR_SIGNATURE_POLICY (--signature-policy): signature policy " + f.badPolicy + ": default[0]: requirement type signedBy"},
 		{"environment", []string{"fn", "render", f.registry, "-o", "unwrap"}, cacheFile, 3, 1, f.cacheFile},
-		{"input", []string{"render", f.missing}, nil, 2, -1, "no such file or directory"},
+		{"input", []string{"render", f.missing}, nil, 2, -1, "package " + f.missing + ": no such directory"},
 		{"function", []string{"render", f.failing, "--allow-exec", "-o", "unwrap"}, nil, 1, -1, "Exit code: 1"},
 
 		{"ok", []string{"fn", "eval", f.ok, "--exec", "cat", "-o", "unwrap"}, nil, 0, 0, ""},
 		{"usage", []string{"fn", "eval", f.ok}, nil, 2, 1, "kptr fn eval: must specify --image or --exec"},
 		{"usage", []string{"fn", "eval", f.ok, "--exec", "cat", "-i", "x"}, nil, 2, 1, "kptr fn eval: must specify exactly one of --image and --exec"},
 		{"usage", []string{"fn", "eval", f.ok, "--exec", "cat", "--", "a=b", "novalue"}, nil, 2, 1, "args must have keys and values separated by ="},
-		{"input", []string{"fn", "eval", f.missing, "--exec", "cat"}, nil, 2, 1, "no such file or directory"},
+		{"input", []string{"fn", "eval", f.missing, "--exec", "cat"}, nil, 2, 1, "package " + f.missing + ": no such directory"},
 		{"input", []string{"fn", "eval", f.file, "--exec", "cat"}, nil, 2, 1, "is a file: fn eval takes a package directory"},
 		{"input", []string{"fn", "eval", f.ok, "--exec", "cat", "-o", f.existing}, nil, 2, 1, "already exists"},
 		{"input", []string{"fn", "eval", f.badYAML, "--exec", "cat", "-o", "unwrap"}, nil, 2, 1, "MalformedYAMLError"},
@@ -136,13 +145,14 @@ func exitCases(f exitFixtures) []exitCase {
 		{"input", []string{"fn", "eval", f.ok, "-i", f.tagRepo, "--tag", "~0.9", "-o", "unwrap"}, nil, 2, 1, "nearest: v0.2.1, v0.2.3, v0.3.0"},
 		{"function", []string{"fn", "eval", f.ok, "--exec", "false", "-o", "unwrap"}, nil, 1, 1, "Exit code: 1"},
 		{"registry", []string{"fn", "eval", f.ok, "-i", "127.0.0.1:1/fn/set-labels:v1", "-o", "unwrap"}, nil, 3, 1, "connection refused"},
+		{"registry", []string{"fn", "eval", f.ok, "-i", f.tagRepo + ":v9.9.9", "-o", "unwrap"}, nil, 3, 1, "MANIFEST_UNKNOWN: Unknown manifest: the registry has no such image, tag or digest"},
 		{"signature", []string{"fn", "eval", f.ok, "-i", "127.0.0.1:1/fn/set-labels:v1", "-o", "unwrap"}, reject, 4, 1, refused},
 		{"environment", []string{"fn", "eval", f.ok, "-i", "127.0.0.1:1/fn/set-labels:v1", "-o", "unwrap"}, cacheFile, 3, 1, f.cacheFile},
 
 		{"ok", []string{"fn", "source", f.ok}, nil, 0, 0, ""},
 		{"usage", []string{"fn", "source", "a", "b"}, nil, 2, 1, "kptr fn source: expected at most one directory"},
 		{"usage", []string{"fn", "source", f.ok, "-o", "json"}, nil, 2, 1, "--output must be stdout or unwrap"},
-		{"input", []string{"fn", "source", f.missing}, nil, 2, 1, "no such file or directory"},
+		{"input", []string{"fn", "source", f.missing}, nil, 2, 1, "package " + f.missing + ": no such directory (fn source takes a package directory)"},
 		{"usage", []string{"fn", "sink", "a", "b"}, nil, 2, 1, "kptr fn sink: expected at most one directory"},
 		{"input", []string{"fn", "sink", f.existing}, nil, 2, 1, "already exists"},
 
@@ -157,7 +167,7 @@ func exitCases(f exitFixtures) []exitCase {
 		{"signature", []string{"generate", f.registry}, reject, 4, -1, refused},
 
 		{"usage", []string{"prewarm", "--jobs", "0"}, nil, 2, 1, "kptr prewarm: --jobs must be at least 1"},
-		{"input", []string{"prewarm", f.missing}, nil, 2, -1, "kptr prewarm: stat " + f.missing},
+		{"input", []string{"prewarm", f.missing}, nil, 2, -1, "kptr prewarm: package " + f.missing + ": no such file or directory"},
 		{"registry", []string{"prewarm", f.registry}, nil, 3, -1, "connection refused"},
 		{"signature", []string{"prewarm", f.registry}, reject, 4, -1, refused},
 		{"environment", []string{"prewarm", f.registry}, cacheFile, 3, -1, f.cacheFile},
@@ -179,7 +189,7 @@ func exitCases(f exitFixtures) []exitCase {
 		{"usage", []string{"cache", "verify", "extra"}, nil, 2, 1, "kptr cache verify: takes no arguments"},
 		{"environment", []string{"cache", "verify"}, cacheFile, 3, -1, f.cacheFile},
 		{"usage", []string{"cache", "import"}, nil, 2, 1, "kptr cache import: name at least one source"},
-		{"input", []string{"cache", "import", f.missing}, nil, 2, -1, "kptr cache import: stat " + f.missing},
+		{"input", []string{"cache", "import", f.missing}, nil, 2, -1, "kptr cache import: source " + f.missing + ": no such file or directory"},
 		{"input", []string{"cache", "import", f.file}, nil, 2, -1, "not a complete tarball"},
 		{"input", []string{"cache", "import", f.existing}, nil, 2, -1, "neither an OCI image layout nor a docker archive"},
 		{"usage", []string{"cache", "export", "x"}, nil, 2, 1, "kptr cache export: need -o DEST and at least one image"},
@@ -245,6 +255,9 @@ func TestExitCodes(t *testing.T) {
 			code, _, errs := runIn(t, append([]string{"kptr"}, c.args...)...)
 			if code != c.kptr || !strings.Contains(errs, c.want) {
 				t.Errorf("kptr: exit %d, want %d; stderr %q, want %q", code, c.kptr, errs, c.want)
+			}
+			if l := notInWords(errs); l != "" {
+				t.Errorf("kptr: a line not in words: %q", l)
 			}
 			for _, line := range strings.Split(errs, "\n") {
 				if p, rest, ok := strings.Cut(line, ": "); ok && strings.HasPrefix(p, "kptr") && strings.HasPrefix(rest, strings.TrimPrefix(p, "kptr ")+":") {
@@ -334,3 +347,27 @@ func TestInitFastPath(t *testing.T) {
 		}
 	}
 }
+
+// notInWords returns the first line of a kptr error output that shows a Go
+// value (a map, a struct, a pointer, a bad format verb) or a bare system
+// error (lstat/open/stat of a path with nothing around it), or "".
+func notInWords(stderr string) string {
+	for _, l := range strings.Split(stderr, "\n") {
+		t := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "Error:"))
+		if cmd, rest, ok := strings.Cut(t, ": "); ok && strings.HasPrefix(cmd, "kptr") {
+			t = rest // kptr's own prefix: "kptr prewarm: stat x: ..."
+		}
+		switch {
+		case strings.Contains(l, "map[") || strings.Contains(l, "&{") || strings.Contains(l, "%!") || goPointer.MatchString(l):
+			return l
+		case bareSyscall.MatchString(t):
+			return l
+		}
+	}
+	return ""
+}
+
+var (
+	goPointer   = regexp.MustCompile(`\b0xc[0-9a-f]{9,}\b`)
+	bareSyscall = regexp.MustCompile(`^(lstat|stat|open|openat|read|readdirent|mkdir) \S+: [a-z ]+$`)
+)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -133,10 +134,10 @@ func (s *lazySandbox) Run(ctx context.Context, b cache.Bundle, inv runtime.Invoc
 	return r.Run(ctx, b, inv)
 }
 
-// Prepare forwards to the sandbox. KPTR_PREPARE=0 turns preparing off
+// Prepare forwards to the sandbox. KPTR_PREPARE=false (or 0) turns preparing off
 // (every sandbox starts cold).
 func (s *lazySandbox) Prepare(ctx context.Context, b cache.Bundle, inv runtime.Invocation) {
-	if s.g.getenv("KPTR_PREPARE") == "0" || b.Wasm != "" {
+	if s.g.envOff("KPTR_PREPARE") || b.Wasm != "" {
 		return
 	}
 	if r, err := s.openQuiet(); err == nil {
@@ -245,16 +246,43 @@ func hasKptfile(dir string) bool {
 func (g *globals) packageDir(cmd, dir string) (string, error) {
 	rp, err := kptResolveSymlink(dir, g.stderr)
 	if err != nil {
-		return "", g.inputFailure(err)
+		return "", g.inputFailure(g.packageError(cmd, dir, err))
 	}
 	st, err := os.Stat(rp)
 	if err != nil {
-		return "", g.inputFailure(err)
+		return "", g.inputFailure(g.packageError(cmd, dir, err))
 	}
 	if !st.IsDir() {
 		return "", g.inputFailure(fmt.Errorf("%s is a file: %s takes a package directory (the one holding the Kptfile)", dir, cmd))
 	}
 	return rp, nil
+}
+
+// packageError words a package path that cannot be read: kpt's own text
+// ("lstat nosuch: no such file or directory") when invoked as kpt, the
+// package and what to do otherwise.
+func (g *globals) packageError(cmd, dir string, err error) error {
+	var pe *fs.PathError
+	if g.kpt || !errors.As(err, &pe) {
+		return err
+	}
+	if errors.Is(err, fs.ErrNotExist) && filepath.Clean(pe.Path) == filepath.Clean(dir) {
+		return fmt.Errorf("package %s: no such directory (%s takes a package directory)", dir, cmd)
+	}
+	return pathWords("package", dir, err)
+}
+
+// pathWords names what a path is (a package, a source) in a file system
+// error, instead of the bare "lstat x: no such file or directory".
+func pathWords(what, path string, err error) error {
+	var pe *fs.PathError
+	if !errors.As(err, &pe) {
+		return fmt.Errorf("%s %s: %w", what, path, err)
+	}
+	if filepath.Clean(pe.Path) == filepath.Clean(path) {
+		return fmt.Errorf("%s %s: %w", what, path, pe.Err)
+	}
+	return fmt.Errorf("%s %s: %s: %w", what, path, pe.Path, pe.Err)
 }
 
 // inputFailure reports an unusable input in kpt's format: exit 2 for kptr,

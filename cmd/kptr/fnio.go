@@ -31,7 +31,7 @@ sink. Runs no function and needs no cache or sandbox.`,
 			dir = args[0]
 		}
 		if err := pipeline.Source(dir, fnConfig, output == "unwrap", g.stdout); err != nil {
-			return g.inputFailure(err)
+			return g.inputFailure(g.packageError("fn source", dir, err))
 		}
 		return nil
 	})

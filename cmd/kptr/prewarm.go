@@ -126,11 +126,11 @@ func prewarmRefs(dirs, images []string, prefix string, c *cache.Cache) ([]string
 	for _, d := range dirs {
 		d, err := resolvePkgSymlink(d, nil)
 		if err != nil {
-			return nil, usageError("%v", err)
+			return nil, usageError("%v", pathWords("package", d, err))
 		}
 		st, err := os.Stat(d)
 		if err != nil {
-			return nil, usageError("%v", err)
+			return nil, usageError("%v", pathWords("package", d, err))
 		}
 		if !st.IsDir() {
 			return nil, usageError("%s is not a directory", d)
