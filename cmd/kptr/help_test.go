@@ -74,3 +74,21 @@ func TestHelpListsEveryExitCode(t *testing.T) {
 		}
 	}
 }
+
+// Invoked as kpt, the help of --allow-alpha-wasm says what the flag does:
+// it said wasm functions were not supported and the flag an error, long
+// after the wasm tier ran them under it.
+func TestKptHelpWasmFlag(t *testing.T) {
+	for _, cmd := range []string{"render", "eval"} {
+		_, out, _ := runIn(t, "kpt", "fn", cmd, "--help")
+		line := ""
+		for _, l := range strings.Split(out, "\n") {
+			if strings.Contains(l, "--allow-alpha-wasm") {
+				line = l
+			}
+		}
+		if line == "" || strings.Contains(line, "not supported") || !strings.Contains(line, "run wasm function images") {
+			t.Errorf("kpt fn %s --help: --allow-alpha-wasm line %q", cmd, line)
+		}
+	}
+}
