@@ -27,7 +27,8 @@ Argo CD repo-server sidecar, in CI, on a laptop. Invoked as "kpt" (a symlink),
 it takes kpt's command line for kpt fn render, eval, source and sink.
 
 Exit codes: 0 ok, 1 a function or validation failed, 2 usage or input error,
-3 environment (sandbox, registry, cache).`,
+3 environment (sandbox, registry, cache), 4 an image refused by the signature
+policy (--signature-policy), 130 and 143 interrupted (SIGINT, SIGTERM).`,
 		Example: `  # render the package in the current directory in place
   kptr fn render
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -56,6 +57,38 @@ func TestHelpAtEveryLevel(t *testing.T) {
 		}
 		if strings.HasPrefix(args, "cache ls") && strings.Contains(global, "--mirror") {
 			t.Errorf("cache ls lists --mirror, which does not apply to it")
+		}
+	}
+}
+
+// kptr --help lists every exit code run can return as kptr: the signature
+// policy's refusal (4) was missing from it, and so were the interruptions.
+func TestHelpListsEveryExitCode(t *testing.T) {
+	code, out, _ := runIn(t, "kptr", "--help")
+	if code != 0 {
+		t.Fatalf("kptr --help: exit %d", code)
+	}
+	for _, want := range []string{"0 ok", "1 a function", "2 usage", "3 environment", fmt.Sprintf("%d an image refused by the signature", exitSignature), "130 and 143 interrupted"} {
+		if !strings.Contains(strings.Join(strings.Fields(out), " "), want) {
+			t.Errorf("kptr --help does not say %q:\n%s", want, out)
+		}
+	}
+}
+
+// Invoked as kpt, the help of --allow-alpha-wasm says what the flag does:
+// it said wasm functions were not supported and the flag an error, long
+// after the wasm tier ran them under it.
+func TestKptHelpWasmFlag(t *testing.T) {
+	for _, cmd := range []string{"render", "eval"} {
+		_, out, _ := runIn(t, "kpt", "fn", cmd, "--help")
+		line := ""
+		for _, l := range strings.Split(out, "\n") {
+			if strings.Contains(l, "--allow-alpha-wasm") {
+				line = l
+			}
+		}
+		if line == "" || strings.Contains(line, "not supported") || !strings.Contains(line, "run wasm function images") {
+			t.Errorf("kpt fn %s --help: --allow-alpha-wasm line %q", cmd, line)
 		}
 	}
 }

@@ -63,7 +63,7 @@ const (
 	kptFlagOutput     = "where resources go: stdout (a ResourceList), unwrap (YAML documents) or a new directory; in place when unset"
 	kptFlagPullPolicy = "when to pull images: Always, IfNotPresent or Never"
 	kptFlagPrefix     = "registry path for image names without a '/' (overrides KPT_IMAGE_PREFIX)"
-	kptFlagWasm       = "wasm functions are not supported by kptr; setting it is an error"
+	kptFlagWasm       = "run wasm function images (alpha): in kptr's own process, beside container images"
 )
 
 var kptDocs = map[string]kptDoc{
