@@ -26,22 +26,51 @@ INSTALLED := $(DESTDIR)$(BINDIR)/kptr
 COMPLETIONS := $(DESTDIR)$(DATADIR)/bash-completion/completions/kptr \
   $(DESTDIR)$(DATADIR)/zsh/site-functions/_kptr $(DESTDIR)$(DATADIR)/fish/vendor_completions.d/kptr.fish
 
+# The directories install creates (those that did not exist) are recorded
+# in INSTALL_RECORD, so uninstall removes them again when they are empty,
+# and never a directory that was there before (/usr/local/bin).
+INSTALL_RECORD := $(DESTDIR)$(DATADIR)/kptr/installed-dirs
+INSTALL_DIRS := $(DESTDIR)$(BINDIR) $(sort $(dir $(COMPLETIONS))) $(dir $(INSTALL_RECORD))
+
 install: build ## install bin/kptr into $(DESTDIR)$(PREFIX)/bin (PREFIX=/usr/local) with its bash, zsh and fish completions
-	install -d $(DESTDIR)$(BINDIR) $(sort $(dir $(COMPLETIONS)))
+	@set -euo pipefail; created=""; for d in $(INSTALL_DIRS); do p=$${d%/}; \
+	  while [ -n "$$p" ] && [ ! -e "$$p" ]; do created="$$created $$p"; p=$${p%/*}; done; done; \
+	install -d $(INSTALL_DIRS); \
+	if [ -n "$$created" ]; then printf '%s\n' $$created >> $(INSTALL_RECORD); fi
 	install -m 0755 $(BIN) $(INSTALLED)
 	@set -euo pipefail; for f in $(COMPLETIONS); do \
 	  case $$f in */_kptr) sh=zsh;; *.fish) sh=fish;; *) sh=bash;; esac; \
 	  $(BIN) completion $$sh > $$f.tmp && chmod 0644 $$f.tmp && mv $$f.tmp $$f && echo "installed $$sh completion: $$f"; done
 
-install-kpt-link: install ## also install kpt as a symbolic link to kptr in the same directory (refuses to replace another kpt)
+# Another kpt on PATH: the link would answer for it (or it for the link,
+# when it comes first), so the target says which and refuses without
+# FORCE=1. Only for a real install: a DESTDIR stages a tree for elsewhere.
+install-kpt-link: install ## also install kpt as a symbolic link to kptr in the same directory (refuses to replace another kpt, or without FORCE=1 to shadow one on PATH)
 	@set -euo pipefail; l=$(DESTDIR)$(BINDIR)/kpt; \
 	if [ -e "$$l" -o -L "$$l" ] && [ "$$(readlink "$$l")" != kptr ]; then \
 	  echo "make install-kpt-link: $$l exists and is not a link to kptr; remove it first to let kptr answer as kpt" >&2; exit 1; fi; \
-	ln -sfn kptr "$$l" && echo "installed $$l -> kptr"
+	note=""; if [ -z "$(DESTDIR)" ]; then \
+	  others=""; seen=" "; IFS=:; for d in $$PATH; do \
+	    [ -n "$$d" ] && [ -x "$$d/kpt" ] && [ ! -d "$$d/kpt" ] || continue; \
+	    [ "$$(readlink -f "$$d")" = "$$(readlink -f "$(BINDIR)")" ] && continue; \
+	    r=$$(readlink -f "$$d/kpt"); case "$$seen" in *" $$r "*) continue;; esac; seen="$$seen$$r "; \
+	    others="$$others $$d/kpt"; done; unset IFS; \
+	  bindir_first=no; IFS=:; for d in $$PATH; do \
+	    if [ "$$(readlink -f "$$d" 2>/dev/null)" = "$$(readlink -f "$(BINDIR)")" ]; then bindir_first=yes; break; fi; \
+	    [ -x "$$d/kpt" ] && [ ! -d "$$d/kpt" ] && break; done; unset IFS; \
+	  if [ -n "$$others" ]; then \
+	    if [ $$bindir_first = yes ]; then note="it shadows$$others: kpt now runs kptr"; \
+	    else note="it is shadowed by$$others, which comes first on PATH: kpt still runs that"; fi; \
+	    if [ "$(FORCE)" != 1 ]; then \
+	      echo "make install-kpt-link: another kpt is on PATH ($${others# }); the link $$l -> kptr would change what kpt runs or be hidden by it; FORCE=1 installs it anyway" >&2; exit 1; fi; \
+	  fi; fi; \
+	ln -sfn kptr "$$l" && echo "installed $$l -> kptr$${note:+; $$note}"
 
-uninstall: ## remove what install and install-kpt-link installed (same PREFIX and DESTDIR)
+uninstall: ## remove what install and install-kpt-link installed (same PREFIX and DESTDIR), and the directories install created when they are empty
 	@l=$(DESTDIR)$(BINDIR)/kpt; if [ "$$(readlink "$$l" 2>/dev/null)" = kptr ]; then rm -f "$$l"; fi
 	rm -f $(INSTALLED) $(COMPLETIONS)
+	@set -euo pipefail; if [ -f $(INSTALL_RECORD) ]; then dirs=$$(awk '{ print length($$0) " " $$0 }' $(INSTALL_RECORD) | sort -rn | cut -d' ' -f2- | uniq); \
+	  rm -f $(INSTALL_RECORD); for d in $$dirs; do rmdir "$$d" 2>/dev/null && echo "removed empty $$d" || true; done; fi
 
 # Every suite's log ends with its counts: test/testsum reads the `go test
 # -json` (or test2json) events and prints one line per package, the output of

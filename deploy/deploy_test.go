@@ -579,6 +579,13 @@ func TestExamples(t *testing.T) {
 	if res == nil || len(res.Content()) != 1 || res.Content()[0].Value != wantURL {
 		t.Errorf("install example resources = %v, want [%s] (the release %s checks)", res.MustString(), wantURL, stockBase)
 	}
+	// "Pin both": the kptr image too, never to latest
+	imgs, _ := inst.Pipe(yaml.Lookup("images"))
+	for _, im := range imgs.Content() {
+		if tag := yaml.NewRNode(im).Field("newTag"); tag == nil || tag.Value.YNode().Value == "" || tag.Value.YNode().Value == "latest" {
+			t.Errorf("install example: image %s is not pinned to a version", yaml.NewRNode(im).Field("name").Value.YNode().Value)
+		}
+	}
 	comps, _ := inst.Pipe(yaml.Lookup("components"))
 	for _, c := range comps.Content() {
 		if _, err := os.Stat(filepath.Join("examples/install", c.Value, "kustomization.yaml")); err != nil {

@@ -157,8 +157,10 @@ type fnRun struct {
 // back (see runFilter); results and failures are the same.
 func (r *renderer) runFunction(st *fnStep, pn *pkgNode, input []*yaml.RNode, fnConfig *yaml.RNode, showCount, keep bool) ([]*yaml.RNode, *FnResult, error) {
 	pr := r.pr
-	if r.opts.AllowWasm {
-		// kpt's transcript under --allow-alpha-wasm names every function so
+	if r.opts.AllowWasm && (r.opts.KptTranscript || st.wasmExec()) {
+		// kpt's transcript under --allow-alpha-wasm names every function
+		// so; kptr's names only what runs as wasm before it is resolved (a
+		// .wasm exec function), not every container image
 		pr.printf("[RUNNING] WASM %q", st.name())
 	} else {
 		pr.printf("[RUNNING] %q", st.name())
@@ -408,10 +410,16 @@ func nextImage(steps []*fnStep, i int) string {
 	return ""
 }
 
+// wasmExec reports whether st is an exec function naming a .wasm file,
+// which runs as wasm under --allow-alpha-wasm, as kpt runs it.
+func (st *fnStep) wasmExec() bool {
+	return st.image == "" && len(st.argv) > 0 && strings.HasSuffix(st.argv[0], ".wasm")
+}
+
 // invoke resolves (images only) and runs the function with stdin in.
 func (r *renderer) invoke(st *fnStep, in io.Reader) (runtime.Result, error) {
 	inv := r.invocation(in)
-	if st.image == "" && r.opts.AllowWasm && strings.HasSuffix(st.argv[0], ".wasm") {
+	if r.opts.AllowWasm && st.wasmExec() {
 		// kpt runs an exec function naming a .wasm file as wasm under
 		// --allow-alpha-wasm (its arguments are not passed: kpt's wasm
 		// runtime takes none)

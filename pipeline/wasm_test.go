@@ -59,3 +59,27 @@ func TestExecWasmRunsThroughTheWasmRunner(t *testing.T) {
 		}
 	}
 }
+
+// Under AllowWasm kptr's transcript labels WASM only what runs as wasm, kpt's
+// (KptTranscript) every function, as kpt does (issue 32: container images
+// were labelled WASM).
+func TestWasmLabelOnlyOnWasm(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators:\n    - exec: ./fn.wasm\n    - exec: ./plain\n",
+		"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n",
+		"fn.wasm": "\x00asm\x01\x00\x00\x00",
+	})
+	t.Chdir(dir)
+	for _, kpt := range []bool{false, true} {
+		var stderr strings.Builder
+		_, err := Render(context.Background(), dir, Options{AllowExec: true, AllowWasm: true, WasmRunner: &recordingRunner{}, ExecRunner: &recordingRunner{},
+			Output: OutputMemory, Stderr: &stderr, KptTranscript: kpt})
+		if err != nil {
+			t.Fatalf("kpt %v: %v\n%s", kpt, err, stderr.String())
+		}
+		got := stderr.String()
+		if !strings.Contains(got, `[RUNNING] WASM "./fn.wasm"`) || strings.Contains(got, `[RUNNING] WASM "./plain"`) != kpt {
+			t.Errorf("kpt transcript %v:\n%s", kpt, got)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/cobra"
 
@@ -206,6 +207,21 @@ inspect answers from docker's own store.`,
 		}
 		var missing error
 		for _, ref := range args {
+			if repo, ok := repositoryOnly(ref, g.imagePrefix); ok {
+				// a repository without tag or digest: every cached tag
+				// of it, as docker images REPOSITORY lists them
+				all, err := c.List(ctx)
+				if err != nil {
+					return err
+				}
+				found := inRepository(all, repo)
+				if len(found) == 0 {
+					fmt.Fprintf(g.stderr, "Error: No such image: %s\n", ref)
+					missing = withCode(exitFunction, errReported)
+				}
+				list = append(list, found...)
+				continue
+			}
 			im, ok, err := c.Present(ctx, ref)
 			if err != nil {
 				return err
@@ -599,4 +615,34 @@ func stdinToFile(r io.Reader) (string, error) {
 		return "", err
 	}
 	return f.Name(), nil
+}
+
+// repositoryOnly returns the repository ref names (after the image prefix
+// rule) when ref has neither a tag nor a digest.
+func repositoryOnly(ref, prefix string) (name.Repository, bool) {
+	named := cache.ApplyImagePrefix(strings.TrimSpace(ref), prefix)
+	if strings.Contains(named, "@") || strings.Contains(named[strings.LastIndex(named, "/")+1:], ":") {
+		return name.Repository{}, false
+	}
+	repo, err := name.NewRepository(named)
+	return repo, err == nil
+}
+
+// inRepository keeps the images with a reference in repo, and of their
+// references only those.
+func inRepository(list []cache.Image, repo name.Repository) []cache.Image {
+	var out []cache.Image
+	for _, im := range list {
+		var refs []string
+		for _, r := range im.Refs {
+			if pr, err := name.ParseReference(r); err == nil && pr.Context().Name() == repo.Name() {
+				refs = append(refs, r)
+			}
+		}
+		if len(refs) > 0 {
+			im.Refs = refs
+			out = append(out, im)
+		}
+	}
+	return out
 }

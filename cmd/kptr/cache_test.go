@@ -109,3 +109,24 @@ func TestCachePullReresolvesTags(t *testing.T) {
 		t.Errorf("cache pull kept %s; want the tag's new image %s (first pull %s)", got, moved, first)
 	}
 }
+
+// kptr cache ls REPOSITORY (no tag, no digest) lists every cached tag of
+// that repository, as docker images REPOSITORY does; a repository with none
+// cached is "No such image" and exit 1 (issue 32: it was always "No such
+// image").
+func TestCacheLsRepository(t *testing.T) {
+	host := tagRegistry(t)
+	t.Setenv("KPTR_CACHE_DIR", t.TempDir())
+	t.Setenv("KPTR_PROGRESS", "none")
+	if code, _, errs := runIn(t, "kptr", "cache", "pull", host+"/fn/x:v0.2.1", host+"/fn/x:v0.3.0"); code != 0 {
+		t.Fatalf("pull: %d %s", code, errs)
+	}
+	code, out, errs := runIn(t, "kptr", "cache", "ls", host+"/fn/x")
+	if code != 0 || !strings.Contains(out, host+"/fn/x:v0.2.1 ") || !strings.Contains(out, host+"/fn/x:v0.3.0 ") {
+		t.Errorf("cache ls REPOSITORY: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, errs = runIn(t, "kptr", "cache", "ls", host+"/fn/y")
+	if code != 1 || strings.Contains(out, "fn/x") || !strings.Contains(errs, "No such image: "+host+"/fn/y") {
+		t.Errorf("cache ls of an uncached repository: exit %d\n%s%s", code, out, errs)
+	}
+}

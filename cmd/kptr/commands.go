@@ -104,6 +104,7 @@ func (g *globals) command(c *cobra.Command, use scope, run func(ctx context.Cont
 	fs := c.Flags()
 	fs.SortFlags = g.kpt // kpt's help lists flags sorted; kptr's in declaration order, own flags first
 	g.addSettings(fs, use, g.kpt)
+	completeSettingValues(c)
 	c.RunE = func(c *cobra.Command, args []string) error {
 		if err := g.checkSettings(c.Flags()); err != nil {
 			return err

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/runtime"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -76,4 +78,31 @@ var envOnlyBools = []string{
 func (g *globals) envOff(name string) bool {
 	v := strings.TrimSpace(g.getenv(name))
 	return v != "" && !envBool(v)
+}
+
+// settingValues are the words of the enumerated settings, for shell
+// completion (checkSettings holds a value to the same lists).
+func settingValues() map[string][]string {
+	sandbox := []string{sandboxAuto}
+	for _, t := range runtime.Tiers() {
+		sandbox = append(sandbox, t.Info().Name)
+	}
+	return map[string][]string{
+		"image-pull-policy": {string(cache.PullAlways), string(cache.PullIfNotPresent), string(cache.PullNever)},
+		"sandbox":           append(sandbox, sandboxNone),
+		"memo":              {memoOn, memoOff},
+		"progress":          {"auto", "plain", "none"},
+		"log-level":         {"debug", "info", "warn", "error"},
+	}
+}
+
+// completeSettingValues lets the shell complete the values of c's
+// enumerated settings (kptr fn render --sandbox <TAB>).
+func completeSettingValues(c *cobra.Command) {
+	for name, words := range settingValues() {
+		if c.Flags().Lookup(name) == nil {
+			continue
+		}
+		_ = c.RegisterFlagCompletionFunc(name, cobra.FixedCompletions(words, cobra.ShellCompDirectiveNoFileComp))
+	}
 }

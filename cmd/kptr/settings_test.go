@@ -125,3 +125,24 @@ func TestParseBool(t *testing.T) {
 		t.Errorf("--allow-exec=T: exit %d, %q", code, stderr)
 	}
 }
+
+// The shell completes the values of the enumerated settings (issue 32:
+// --image-pull-policy and --sandbox offered file names).
+func TestCompletionOffersSettingValues(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"kptr", "__complete", "fn", "render", "--sandbox", ""}, "auto namespace landlock wasm none"},
+		{[]string{"kptr", "__complete", "fn", "eval", "--image-pull-policy", ""}, "Always IfNotPresent Never"},
+		{[]string{"kptr", "__complete", "generate", "--memo", ""}, "on off"},
+		{[]string{"kptr", "__complete", "prewarm", "--progress", ""}, "auto plain none"},
+		{[]string{"kptr", "__complete", "cache", "pull", "--log-level", ""}, "debug info warn error"},
+	} {
+		code, stdout, _ := runIn(t, tc.args...)
+		lines := strings.Split(strings.TrimSpace(stdout), "\n")
+		if code != 0 || len(lines) < 2 || strings.Join(lines[:len(lines)-1], " ") != tc.want || lines[len(lines)-1] != ":4" {
+			t.Errorf("%v: exit %d, %q; want %q and no file completion (:4)", tc.args[2:], code, stdout, tc.want)
+		}
+	}
+}

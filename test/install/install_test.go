@@ -68,6 +68,7 @@ func TestInstallStagesBinaryAndCompletions(t *testing.T) {
 		"opt/kptr-test/bin/kptr",
 		"opt/kptr-test/share/bash-completion/completions/kptr",
 		"opt/kptr-test/share/fish/vendor_completions.d/kptr.fish",
+		"opt/kptr-test/share/kptr/installed-dirs",
 		"opt/kptr-test/share/zsh/site-functions/_kptr",
 	}
 	if got := files(t, dest); strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -117,6 +118,68 @@ func TestInstallStagesBinaryAndCompletions(t *testing.T) {
 	}
 	if got := files(t, dest); len(got) != 0 {
 		t.Errorf("left after uninstall: %v", got)
+	}
+	// and the directories install created, now empty (DESTDIR itself was there)
+	if entries, err := os.ReadDir(dest); err != nil || len(entries) != 0 {
+		t.Errorf("directories left after uninstall: %v %v", entries, err)
+	}
+}
+
+// Uninstall removes only the directories install created: one that was
+// there before stays, even empty.
+func TestUninstallKeepsDirectoriesItFound(t *testing.T) {
+	dest := t.TempDir()
+	bin := filepath.Join(t.TempDir(), "kptr")
+	if err := os.MkdirAll(dest+prefix+"/bin", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []string{"install", "uninstall"} {
+		if out, err := makeTarget(t, target, dest, bin); err != nil {
+			t.Fatalf("make %s: %v\n%s", target, err, out)
+		}
+	}
+	if _, err := os.Stat(dest + prefix + "/bin"); err != nil {
+		t.Errorf("the bin directory that existed before install: %v", err)
+	}
+	if _, err := os.Stat(dest + prefix + "/share"); !os.IsNotExist(err) {
+		t.Errorf("share/, which install created: %v, want removed", err)
+	}
+}
+
+// A real install (no DESTDIR) of the kpt link where another kpt is on
+// PATH: refused without FORCE=1, naming it; with FORCE=1 installed, saying
+// which kpt it shadows (issue 32: it put kpt first ahead of /usr/bin/kpt
+// without a word).
+func TestInstallKptLinkSaysWhatItShadows(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pfx, other := t.TempDir(), t.TempDir()
+	bin := filepath.Join(t.TempDir(), "kptr")
+	if err := os.WriteFile(filepath.Join(other, "kpt"), []byte("#!/bin/sh\necho the real kpt\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run := func(force bool) (string, error) {
+		args := []string{"--no-print-directory", "-C", root, "install-kpt-link", "DESTDIR=", "PREFIX=" + pfx, "BIN=" + bin}
+		if force {
+			args = append(args, "FORCE=1")
+		}
+		cmd := exec.Command("make", args...)
+		cmd.Env = append(withoutMake(os.Environ()), "PATH="+pfx+"/bin:"+other+":"+os.Getenv("PATH"))
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := run(false)
+	if err == nil || !strings.Contains(out, "another kpt is on PATH ("+other+"/kpt") {
+		t.Fatalf("without FORCE: %v\n%s", err, out)
+	}
+	if _, err := os.Lstat(pfx + "/bin/kpt"); !os.IsNotExist(err) {
+		t.Fatalf("the link was made although refused: %v", err)
+	}
+	out, err = run(true)
+	if err != nil || !strings.Contains(out, "it shadows "+other+"/kpt") || !strings.Contains(out, ": kpt now runs kptr") {
+		t.Fatalf("with FORCE=1: %v\n%s", err, out)
 	}
 }
 
