@@ -458,12 +458,12 @@ func TestTiersSharedMemoryBound(t *testing.T) {
 					}
 				}
 			}()
-			res, err := tr.r.Run(context.Background(), bundle(t, "shm-hold", how, "6", "100"), runtime.Invocation{Timeout: 20 * time.Second})
+			res, err := tr.r.Run(context.Background(), bundle(t, "shm-hold", how, "12", "50"), runtime.Invocation{Timeout: 20 * time.Second})
 			close(stop)
 			<-done
 			t.Logf("%s %s: %v exit %d, host shmem peak +%d MiB, stdout %q", tr.name, how, err, res.ExitCode, peak>>10, res.Stdout)
 			if strings.Contains(string(res.Stdout), "held:") || err == nil && res.ExitCode == 0 {
-				t.Errorf("%s %s: held 600 MiB outside its processes' resident memory under a %d MiB bound: %v exit %d %q",
+				t.Errorf("%s %s: held 12×50 MiB outside its processes' resident memory under a %d MiB bound: %v exit %d %q",
 					tr.name, how, limit>>20, err, res.ExitCode, res.Stdout)
 			}
 			if tr.name == "landlock" && !strings.Contains(string(res.Stdout), "operation not permitted") {
