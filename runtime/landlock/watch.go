@@ -156,7 +156,7 @@ func deletedOpen(procs []int) (int64, error) {
 	for _, p := range procs {
 		dir := "/proc/" + strconv.Itoa(p) + "/fd"
 		fds, err := os.ReadDir(dir)
-		if errors.Is(err, os.ErrPermission) {
+		if errors.Is(err, os.ErrPermission) && hasMemory(p) {
 			return used, &errUncountable{fmt.Sprintf("cannot read the descriptors of its process %d: %v", p, err)}
 		}
 		for _, fd := range fds {
@@ -171,6 +171,15 @@ func deletedOpen(procs []int) (int64, error) {
 		}
 	}
 	return used, nil
+}
+
+// hasMemory says whether pid still has its address space: an exiting
+// process (a zombie until it is reaped) has none, and its /proc/<pid>/fd
+// is then root's whatever its dumpable flag, with no descriptor left to
+// count (its status shows no Vm lines).
+func hasMemory(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	return err == nil && bytes.Contains(b, []byte("\nVmSize:"))
 }
 
 // privateRSS is RssAnon + RssShmem of /proc/<pid>/status, in bytes.
