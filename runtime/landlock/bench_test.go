@@ -3,7 +3,9 @@ package landlock
 import (
 	"bytes"
 	"context"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -54,4 +56,58 @@ func cpuNow() time.Duration {
 		}
 	}
 	return t
+}
+
+// BenchmarkHiddenMemory is issue 30's attack at the default limits (2 GiB
+// of memory, TmpSize 256 MiB): 14 × 200 MiB held where the watchdog's sum
+// of resident pages does not see it (memfds written with write(2), mapped
+// untouched, their descriptors closed; shared anonymous memory filled by a
+// child that exits). held-MiB is the peak rise of the host's Shmem while
+// the run lasts; held-ok is 1 when the function held it all and exited 0.
+func BenchmarkHiddenMemory(b *testing.B) {
+	for _, how := range []string{"memfd", "memfd-nodump", "shared-anon"} {
+		b.Run(how, func(b *testing.B) {
+			s := landlock(b)
+			var peak int64
+			ok := 0
+			for b.Loop() {
+				before := shmemKiB()
+				stop, done := make(chan struct{}), make(chan struct{})
+				go func() {
+					defer close(done)
+					for {
+						peak = max(peak, shmemKiB()-before)
+						select {
+						case <-stop:
+							return
+						case <-time.After(10 * time.Millisecond):
+						}
+					}
+				}()
+				res, err := s.Run(context.Background(), bundle(b, "shm-hold", how, "14", "200"), runtime.Invocation{Timeout: time.Minute})
+				close(stop)
+				<-done
+				if err == nil && res.ExitCode == 0 && strings.Contains(string(res.Stdout), "held:") {
+					ok = 1
+				}
+				b.Logf("%s: %v exit %d %q", how, err, res.ExitCode, res.Stdout)
+			}
+			b.ReportMetric(float64(peak>>10), "held-MiB")
+			b.ReportMetric(float64(ok), "held-ok")
+		})
+	}
+}
+
+// shmemKiB is the host's Shmem of /proc/meminfo.
+func shmemKiB() int64 {
+	b, _ := os.ReadFile("/proc/meminfo")
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "Shmem:"); ok {
+			if fs := strings.Fields(v); len(fs) > 0 {
+				kb, _ := strconv.ParseInt(fs[0], 10, 64)
+				return kb
+			}
+		}
+	}
+	return 0
 }

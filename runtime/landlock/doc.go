@@ -26,7 +26,11 @@
 //   - seccomp (runtime/seccomp's allow-list, the namespace tier's policy)
 //     refuses ptrace, mount and namespace calls (clone with namespace
 //     flags, clone3, unshare, setns), keyrings, bpf, io_uring,
-//     perf_event_open and every call it does not name, and, when
+//     perf_event_open and every call it does not name; System V IPC,
+//     POSIX message queues, memfd_create, memfd_secret and shared
+//     anonymous mmap (the run shares kptr's ipc namespace and has no
+//     memory cgroup: seccomp.Policy.NoSharedMemory) and
+//     prctl(PR_SET_DUMPABLE, 0) (seccomp.Policy.Inspectable); and, when
 //     the function's uid owns the cached image, the calls that change a
 //     file's mode, owner, times or extended attributes (Landlock does not
 //     govern them);
@@ -41,7 +45,9 @@
 //     run, as does the function's main process exiting: a subreaper
 //     launcher SIGKILLs and reaps them all. So does the watchdog (watch.go)
 //     when the run's processes hold more than Limits.Memory or its run
-//     directory more than twice Limits.TmpSize.
+//     directory more than twice Limits.TmpSize, or when it cannot count
+//     part of the run (a directory it cannot read, a tree nested deeper
+//     than it walks, a process whose descriptors it may not list).
 //   - The run holds the owner lock of the run-state directory while its
 //     directory exists: a kptr killed mid-run leaves it to the next kptr,
 //     which removes it at once.

@@ -401,8 +401,16 @@ func makeRunDir(dir string, uid, gid int) error {
 // policy: every socket family but AF_UNIX without Invocation.Network,
 // socket(AF_UNIX) itself (Landlock up to ABI 7 does not mediate connect or
 // sendto on pathname sockets, so a function could reach the host's:
-// ssh-agent, the docker socket, another plugin's; socketpair still works),
-// and, when the function's uid owns the cached image, the metadata calls.
+// ssh-agent, the docker socket, another plugin's; socketpair still works);
+// System V IPC, POSIX message queues, memfds and shared anonymous memory
+// (the run shares kptr's ipc namespace and has no memory cgroup: what
+// they hold would outlive the run or escape the watchdog, watch.go);
+// clearing the dumpable flag (the watchdog reads every process's
+// descriptors); and, when the function's uid owns the cached image, the
+// metadata calls. The namespace tier's filter keeps the shared memory
+// calls: its runs have their own ipc namespace and, where kptr sets a
+// memory limit, a memory cgroup that charges shared memory too.
 func (spec confineSpec) seccompPolicy() seccomp.Policy {
-	return seccomp.Policy{Network: spec.Policy.Network, NoUnixSockets: true, NoMetadata: spec.NoMetadata}
+	return seccomp.Policy{Network: spec.Policy.Network, NoUnixSockets: true, NoMetadata: spec.NoMetadata,
+		NoSharedMemory: true, Inspectable: true}
 }

@@ -5,8 +5,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -28,10 +28,16 @@ import (
 // removed) with runtime.ErrMemoryLimit or runtime.ErrDiskLimit. It polls,
 // so a run can overshoot a bound by what it allocates or writes in one
 // interval (memInterval for memory, watchInterval for the directory)
-// before it is ended. Not counted: a deleted file only mapped (no descriptor
-// left), and, when kptr is not root, the descriptors of a process that made
-// itself non-dumpable (its /proc/<pid>/fd is root's then): the deploy
-// variants' emptyDir sizeLimit bounds the volume in the end.
+// before it is ended. What a run could hold where these sums do not see it
+// is refused by its seccomp filter instead (System V IPC, POSIX message
+// queues, memfds, shared anonymous memory: seccomp.Policy.NoSharedMemory),
+// or counted as over the bound when the watchdog cannot read it (a
+// directory it cannot open, a tree nested deeper than maxDirDepth, a
+// process whose descriptors it may not list; clearing the dumpable flag,
+// which makes them root's, is refused: seccomp.Policy.Inspectable). Not
+// counted: a file of the run directory deleted while the run keeps it only
+// mapped (no descriptor left): the deploy variants' emptyDir sizeLimit
+// bounds the volume in the end.
 
 // watchInterval is the pace of the run directory's walk; a walk that takes
 // longer slows it down (it takes at most a fifth of one core). Memory,
@@ -84,9 +90,16 @@ func watchRun(done <-chan struct{}, launcher int, runDir string, memLimit, diskL
 		}
 		if diskLimit > 0 && !time.Now().Before(nextWalk) {
 			start := time.Now()
-			used, entries := dirUsage(runDir, runDirEntries+1)
-			used += deletedOpen(procs)
+			used, entries, err := dirUsage(runDir, runDirEntries+1)
+			if err == nil {
+				var open int64
+				open, err = deletedOpen(procs)
+				used += open
+			}
 			switch {
+			case err != nil:
+				stop(fmt.Errorf("%w: %v, counted as over the bound", runtime.ErrDiskLimit, err))
+				return
 			case entries > runDirEntries:
 				stop(fmt.Errorf("%w: its run directory ($HOME, $TMPDIR) holds more than %d files", runtime.ErrDiskLimit, runDirEntries))
 				return
@@ -132,14 +145,20 @@ func runTree(pid int) []int {
 }
 
 // deletedOpen is the space taken by regular files without a name (deleted,
-// or memfd) that procs hold open, each file counted once.
-func deletedOpen(procs []int) int64 {
+// or made with O_TMPFILE) that procs hold open, each file counted once. A
+// process whose descriptors kptr may not read (one that made itself
+// non-dumpable: the landlock tier's filter refuses that) is an
+// *errUncountable.
+func deletedOpen(procs []int) (int64, error) {
 	type fileID struct{ dev, ino uint64 }
 	seen := map[fileID]bool{}
 	var used int64
 	for _, p := range procs {
 		dir := "/proc/" + strconv.Itoa(p) + "/fd"
-		fds, _ := os.ReadDir(dir)
+		fds, err := os.ReadDir(dir)
+		if errors.Is(err, os.ErrPermission) && hasMemory(p) {
+			return used, &errUncountable{fmt.Sprintf("cannot read the descriptors of its process %d: %v", p, err)}
+		}
 		for _, fd := range fds {
 			var st unix.Stat_t
 			if unix.Stat(dir+"/"+fd.Name(), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 0 {
@@ -151,7 +170,16 @@ func deletedOpen(procs []int) int64 {
 			}
 		}
 	}
-	return used
+	return used, nil
+}
+
+// hasMemory says whether pid still has its address space: an exiting
+// process (a zombie until it is reaped) has none, and its /proc/<pid>/fd
+// is then root's whatever its dumpable flag, with no descriptor left to
+// count (its status shows no Vm lines).
+func hasMemory(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	return err == nil && bytes.Contains(b, []byte("\nVmSize:"))
 }
 
 // privateRSS is RssAnon + RssShmem of /proc/<pid>/status, in bytes.
@@ -178,35 +206,100 @@ func privateRSS(pid int) int64 {
 	return sum
 }
 
+// maxDirDepth bounds how deep dirUsage descends: it holds one descriptor
+// per level, and no function nests its scratch space this deep. A deeper
+// tree is not walked but counted as over the bound.
+const maxDirDepth = 512
+
+// errUncountable is a part of the run kptr could not count: counted as
+// over the disk bound, never skipped.
+type errUncountable struct{ what string }
+
+func (e *errUncountable) Error() string { return e.what }
+
 // dirUsage is the space dir's tree takes on disk (allocated blocks, so a
 // sparse file costs what it holds) and how many entries it has, counting
-// no further than maxEntries. A directory the run made unreadable to its
-// own uid (kptr unprivileged: the same uid) is made readable again.
-func dirUsage(dir string, maxEntries int) (int64, int) {
-	var used int64
-	entries := 0
-	var walk func(d string)
-	walk = func(d string) {
-		des, err := os.ReadDir(d)
-		if errors.Is(err, os.ErrPermission) && os.Chmod(d, 0o700) == nil {
-			des, err = os.ReadDir(d)
+// no further than maxEntries. It walks relative to directory descriptors
+// (openat, fstatat), so that a tree whose full paths exceed PATH_MAX is
+// counted too, and follows no link. A directory the run made unreadable to
+// its own uid (kptr unprivileged: the same uid) is made readable again; a
+// directory it still cannot read, or one nested deeper than maxDirDepth,
+// is an *errUncountable: the caller counts the run as over its bound. An
+// entry removed while it is walked is not counted.
+func dirUsage(dir string, maxEntries int) (int64, int, error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, 0, &errUncountable{fmt.Sprintf("cannot read its run directory: %v", err)}
+	}
+	w := dirWalk{max: maxEntries}
+	w.walk(fd, ".", 0)
+	return w.used, w.entries, w.err
+}
+
+// dirWalk is one dirUsage walk.
+type dirWalk struct {
+	max, entries int
+	used         int64
+	err          error
+}
+
+// walk counts the directory open at fd (path is its name below the run
+// directory, for errors) and closes fd.
+func (w *dirWalk) walk(fd int, path string, depth int) {
+	d := os.NewFile(uintptr(fd), path)
+	defer d.Close()
+	for w.err == nil && w.entries < w.max {
+		names, err := d.Readdirnames(1024)
+		if err != nil {
+			if err != io.EOF {
+				w.err = &errUncountable{fmt.Sprintf("cannot list %s: %v", path, err)}
+			}
+			return
 		}
-		for _, de := range des {
-			if entries >= maxEntries {
+		for _, name := range names {
+			if w.err != nil || w.entries >= w.max {
 				return
 			}
-			entries++
-			p := filepath.Join(d, de.Name())
+			w.entries++
 			var st unix.Stat_t
-			if unix.Lstat(p, &st) != nil {
+			if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				continue // removed since it was listed
+			}
+			w.used += st.Blocks * 512
+			if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 				continue
 			}
-			used += st.Blocks * 512
-			if st.Mode&unix.S_IFMT == unix.S_IFDIR {
-				walk(p)
+			sub := path + "/" + name
+			if depth+1 >= maxDirDepth {
+				w.err = &errUncountable{fmt.Sprintf("directories nested more than %d deep", maxDirDepth)}
+				return
+			}
+			cfd, err := openDirAt(fd, name)
+			switch {
+			case errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP):
+				// removed or replaced since it was listed
+			case err != nil:
+				w.err = &errUncountable{fmt.Sprintf("cannot read %s: %v", sub, err)}
+			default:
+				w.walk(cfd, sub, depth+1)
 			}
 		}
 	}
-	walk(dir)
-	return used, entries
+}
+
+// openDirAt opens the directory name of the directory at fd for reading
+// without following a link, making it readable first when the run took
+// that away (chmod through an O_PATH descriptor of that very directory:
+// never a path the run could redirect).
+func openDirAt(fd int, name string) (int, error) {
+	pfd, err := unix.Openat(fd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(pfd)
+	cfd, err := unix.Openat(pfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.EACCES) && unix.Fchmodat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(pfd), 0o700, 0) == nil {
+		cfd, err = unix.Openat(pfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	}
+	return cfd, err
 }

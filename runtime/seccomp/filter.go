@@ -53,6 +53,8 @@ const (
 	actSocket      // by its address family
 	actPersonality // by the persona
 	actSocketpair  // by its type (NoUnixSockets)
+	actMmap        // by its flags (NoSharedMemory)
+	actPrctl       // by its option and value (Inspectable)
 )
 
 // actions maps every number the policy names on a to its action; any other
@@ -76,6 +78,13 @@ func actions(p Policy, a arch) map[uint32]action {
 	set([]string{"personality"}, actPersonality)
 	if p.NoUnixSockets {
 		set([]string{"socketpair"}, actSocketpair)
+	}
+	if p.NoSharedMemory {
+		set(SharedMemoryCalls, actEPERM)
+		set([]string{"mmap"}, actMmap)
+	}
+	if p.Inspectable {
+		set([]string{"prctl"}, actPrctl)
 	}
 	return m
 }
@@ -121,6 +130,7 @@ const (
 	offArg0 = 16 // low 32 bits of args[0]
 	offArg1 = 24 // low 32 bits of args[1]
 	offArg2 = 32 // low 32 bits of args[2]
+	offArg3 = 40 // low 32 bits of args[3]
 )
 
 // sockTypeMask is the kernel's SOCK_TYPE_MASK: a socket type without
@@ -202,7 +212,8 @@ func Program(p Policy, goarch string) ([]unix.SockFilter, error) {
 		a.jump(jge, ar.x32, 0, 1)
 		a.ret(errno(unix.EPERM))
 	}
-	blocks := map[action]int{actClone: a.newLabel(), actSocket: a.newLabel(), actPersonality: a.newLabel(), actSocketpair: a.newLabel()}
+	blocks := map[action]int{actClone: a.newLabel(), actSocket: a.newLabel(), actPersonality: a.newLabel(), actSocketpair: a.newLabel(),
+		actMmap: a.newLabel(), actPrctl: a.newLabel()}
 	var tree func(s []span)
 	tree = func(s []span) {
 		if len(s) == 1 {
@@ -281,6 +292,29 @@ func Program(p Policy, goarch string) ([]unix.SockFilter, error) {
 		a.stmt(unix.BPF_ALU|unix.BPF_AND|unix.BPF_K, sockTypeMask)
 		a.jump(jeq, unix.SOCK_DGRAM, 0, 1)
 		a.ret(errno(unix.EPROTONOSUPPORT))
+		a.ret(unix.SECCOMP_RET_ALLOW)
+	}
+
+	// mmap under NoSharedMemory: no shared anonymous memory (the flags are
+	// the same on amd64 and arm64; MAP_SHARED_VALIDATE has MAP_SHARED's
+	// bit).
+	if p.NoSharedMemory {
+		a.place(blocks[actMmap])
+		a.stmt(ld, offArg3)
+		a.jump(jset, unix.MAP_ANONYMOUS, 0, 2)
+		a.jump(jset, unix.MAP_SHARED, 0, 1)
+		a.ret(errno(unix.EPERM))
+		a.ret(unix.SECCOMP_RET_ALLOW)
+	}
+
+	// prctl under Inspectable: PR_SET_DUMPABLE may not clear the flag.
+	if p.Inspectable {
+		a.place(blocks[actPrctl])
+		a.stmt(ld, offArg0)
+		a.jump(jeq, unix.PR_SET_DUMPABLE, 0, 3)
+		a.stmt(ld, offArg1)
+		a.jump(jeq, 0, 0, 1)
+		a.ret(errno(unix.EPERM))
 		a.ret(unix.SECCOMP_RET_ALLOW)
 	}
 

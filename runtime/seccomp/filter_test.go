@@ -94,7 +94,7 @@ func program(t *testing.T, p Policy, goarch string) []unix.SockFilter {
 func TestProgramActions(t *testing.T) {
 	for goarch, ar := range arches {
 		t.Run(goarch, func(t *testing.T) {
-			for _, p := range []Policy{{Network: true}, {NoMetadata: true, NoUnixSockets: true}} {
+			for _, p := range []Policy{{Network: true}, {NoMetadata: true, NoUnixSockets: true}, {NoSharedMemory: true, Inspectable: true}} {
 				prog := program(t, p, goarch)
 				acts := actions(p, ar)
 				want := map[action]string{actAllow: "allow", actEPERM: "EPERM", actENOSYS: "ENOSYS"}
@@ -248,6 +248,67 @@ func TestProgramMetadata(t *testing.T) {
 			}
 			if got := verdict(run(t, loose, call{arch: ar.audit, nr: nr})); got != "allow" {
 				t.Errorf("%s: %s: %s", goarch, name, got)
+			}
+		}
+	}
+}
+
+// NoSharedMemory refuses SharedMemoryCalls and shared anonymous mmap
+// (MAP_SHARED or MAP_SHARED_VALIDATE with MAP_ANONYMOUS) with EPERM, while
+// private anonymous and shared file mappings pass; Inspectable refuses
+// prctl(PR_SET_DUMPABLE, 0) only. Without them (the namespace tier's
+// policy, whose runs have their own ipc namespace) all of it passes.
+func TestProgramSharedMemory(t *testing.T) {
+	const mapSharedValidate = 0x03
+	for goarch, ar := range arches {
+		strict := program(t, Policy{NoSharedMemory: true, Inspectable: true, NoUnixSockets: true}, goarch)
+		loose := program(t, Policy{}, goarch)
+		for _, name := range SharedMemoryCalls {
+			nr := ar.numbers[name]
+			if got := verdict(run(t, strict, call{arch: ar.audit, nr: nr})); got != "EPERM" {
+				t.Errorf("%s: NoSharedMemory: %s: %s", goarch, name, got)
+			}
+			if got := verdict(run(t, loose, call{arch: ar.audit, nr: nr})); got != "allow" {
+				t.Errorf("%s: %s: %s", goarch, name, got)
+			}
+		}
+		for _, c := range []struct {
+			flags uint64
+			want  string
+		}{
+			{unix.MAP_PRIVATE | unix.MAP_ANONYMOUS, "allow"},
+			{unix.MAP_PRIVATE | unix.MAP_ANONYMOUS | unix.MAP_NORESERVE | unix.MAP_FIXED, "allow"},
+			{unix.MAP_SHARED, "allow"}, // a file's
+			{unix.MAP_PRIVATE, "allow"},
+			{mapSharedValidate, "allow"},
+			{unix.MAP_SHARED | unix.MAP_ANONYMOUS, "EPERM"},
+			{mapSharedValidate | unix.MAP_ANONYMOUS, "EPERM"},
+			{unix.MAP_SHARED | unix.MAP_ANONYMOUS | 1<<32, "EPERM"},
+		} {
+			args := [6]uint64{0, 4096, unix.PROT_READ | unix.PROT_WRITE, c.flags, ^uint64(0), 0}
+			if got := verdict(run(t, strict, call{arch: ar.audit, nr: ar.numbers["mmap"], args: args})); got != c.want {
+				t.Errorf("%s: NoSharedMemory: mmap(flags %#x): %s, want %s", goarch, c.flags, got, c.want)
+			}
+			if got := verdict(run(t, loose, call{arch: ar.audit, nr: ar.numbers["mmap"], args: args})); got != "allow" {
+				t.Errorf("%s: mmap(flags %#x): %s", goarch, c.flags, got)
+			}
+		}
+		for _, c := range []struct {
+			option, arg uint64
+			want        string
+		}{
+			{unix.PR_SET_DUMPABLE, 0, "EPERM"},
+			{unix.PR_SET_DUMPABLE, 1, "allow"},
+			{unix.PR_GET_DUMPABLE, 0, "allow"},
+			{unix.PR_SET_NAME, 0, "allow"},
+			{unix.PR_SET_PDEATHSIG, 0, "allow"},
+		} {
+			args := [6]uint64{c.option, c.arg}
+			if got := verdict(run(t, strict, call{arch: ar.audit, nr: ar.numbers["prctl"], args: args})); got != c.want {
+				t.Errorf("%s: Inspectable: prctl(%d, %d): %s, want %s", goarch, c.option, c.arg, got, c.want)
+			}
+			if got := verdict(run(t, loose, call{arch: ar.audit, nr: ar.numbers["prctl"], args: args})); got != "allow" {
+				t.Errorf("%s: prctl(%d, %d): %s", goarch, c.option, c.arg, got)
 			}
 		}
 	}

@@ -165,4 +165,36 @@ type Policy struct {
 	NoUnixSockets bool
 	// NoMetadata refuses MetadataCalls with EPERM.
 	NoMetadata bool
+	// NoSharedMemory refuses with EPERM the memory a run could hold
+	// outside its processes' resident pages, where a tier without its own
+	// ipc namespace and memory cgroup (the landlock tier: a watchdog sums
+	// RssAnon and RssShmem) cannot see it: SharedMemoryCalls, and mmap of
+	// shared anonymous memory (MAP_SHARED or MAP_SHARED_VALIDATE with
+	// MAP_ANONYMOUS), whose pages stay in the kernel while any part of
+	// the mapping lives, in no process's resident set once the process
+	// that touched them is gone. Shared mappings of files (glibc maps its
+	// gconv cache so) and private anonymous memory still pass.
+	NoSharedMemory bool
+	// Inspectable refuses prctl(PR_SET_DUMPABLE, 0) with EPERM: a process
+	// that is not dumpable has its /proc/<pid>/fd owned by root, out of
+	// reach of an unprivileged kptr that counts the deleted files a run
+	// holds open.
+	Inspectable bool
+}
+
+// SharedMemoryCalls are refused under Policy.NoSharedMemory: System V
+// shared memory, message queues and semaphores (they outlive the run in
+// the ipc namespace it shares with kptr, and another run of the same
+// namespace can attach to them), POSIX message queues, and memfd_create
+// and memfd_secret (a memfd's pages, written with write(2) and kept by a
+// mapping of it whose descriptor is closed, are in no process's resident
+// set and no directory). A KRM function needs none of them: the catalog's
+// Go functions, Python 3.11 and Node 20 make none of these calls
+// (strace, BENCHMARKS.md).
+var SharedMemoryCalls = []string{
+	"shmget", "shmat", "shmctl", "shmdt",
+	"msgget", "msgsnd", "msgrcv", "msgctl",
+	"semget", "semop", "semtimedop", "semctl",
+	"mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr",
+	"memfd_create", "memfd_secret",
 }
