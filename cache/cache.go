@@ -31,6 +31,7 @@ type Cache struct {
 	puller    *remote.Puller
 	sf        singleflight.Group
 
+	sweep   sync.Once // sweepTmp
 	mu      sync.Mutex
 	holds   map[string]*flock.Flock // manifest hex → shared lock held until Close
 	clients map[string]*http.Client // repository → authenticated blob client
@@ -580,12 +581,13 @@ func (c *Cache) unpack(ctx context.Context, ir imageRef, desc v1.Descriptor) (_ 
 			}
 		}()
 	}
+	c.sweepTmp()
 	work := c.tempPath("unpack")
 	root := filepath.Join(work, "rootfs")
 	committed := false
 	defer func() {
 		if !committed {
-			os.RemoveAll(work)
+			removeTree(work)
 		}
 	}()
 	if err := os.MkdirAll(root, 0o755); err != nil {

@@ -315,7 +315,7 @@ func (c *Cache) removeImage(ctx context.Context, h v1.Hash) error {
 	if err := os.Rename(dir, trash); err != nil {
 		return err
 	}
-	return os.RemoveAll(trash)
+	return removeTree(trash)
 }
 
 // tempName matches the names the cache gives what it writes in tmp/
@@ -326,7 +326,10 @@ var tempName = regexp.MustCompile(`^((file|trash|debris|unpack|import|blob-[0-9a
 // staleTmp lists tmp/ entries whose writer is gone. Under the exclusive gc
 // lock no pull runs anywhere (pulls hold it shared, in any pid namespace),
 // so everything not written by this process is debris. Otherwise an entry
-// is stale when the pid in its name is not running here, or after a day.
+// is stale when the pid in its name is not running here and it has not
+// changed for a minute (a writer in another pid namespace sharing the cache
+// is not seen in /proc), or after a day; one without a pid (a download's
+// partial file, which the next pull resumes) only after a day.
 func (c *Cache) staleTmp(exclusive bool) []string {
 	var out []string
 	ents, _ := os.ReadDir(c.path(tmpDir))
@@ -342,15 +345,18 @@ func (c *Cache) staleTmp(exclusive bool) []string {
 			}
 		}
 		stale := true
+		age := time.Duration(0)
+		if fi, err := e.Info(); err == nil {
+			age = time.Since(fi.ModTime())
+		}
 		switch {
 		case pid == os.Getpid():
 			stale = false
 		case !exclusive && pid > 0:
 			_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
-			stale = err != nil
-			if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > 24*time.Hour {
-				stale = true
-			}
+			stale = err != nil && age > time.Minute || age > 24*time.Hour
+		case !exclusive:
+			stale = age > 24*time.Hour
 		}
 		if stale {
 			out = append(out, filepath.Join(c.path(tmpDir), e.Name()))
@@ -364,7 +370,7 @@ func (c *Cache) cleanTmp(dry, exclusive bool) []string {
 	stale := c.staleTmp(exclusive)
 	if !dry {
 		for _, p := range stale {
-			os.RemoveAll(p)
+			removeTree(p)
 		}
 	}
 	return stale
@@ -441,7 +447,7 @@ func (c *Cache) Verify(ctx context.Context, repair bool) (VerifyReport, error) {
 		dir := c.path(rootfsDir, h.Hex)
 		trash := c.tempPath("trash")
 		if os.Rename(dir, trash) == nil {
-			os.RemoveAll(trash)
+			removeTree(trash)
 			rep.Repaired = append(rep.Repaired, "removed rootfs sha256:"+hex)
 		}
 		release()

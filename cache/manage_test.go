@@ -245,6 +245,11 @@ func TestVerifyFindsAndRepairsCorruption(t *testing.T) {
 	// Debris of a killed pull (its pid is gone) is stale, not corrupt.
 	debris := c.path(tmpDir, "blob-0123456789ab-999999999-deadbeef")
 	os.WriteFile(debris, []byte("half a blob"), 0o644)
+	if rep, _ := c.Verify(ctx, false); len(rep.Stale) != 0 {
+		t.Fatalf("debris of a minute ago is not yet stale (a writer in another pid namespace): %+v", rep)
+	}
+	old := time.Now().Add(-2 * time.Minute)
+	os.Chtimes(debris, old, old)
 	if rep, _ := c.Verify(ctx, false); len(rep.Stale) != 1 || len(rep.Corrupt) != 0 {
 		t.Fatalf("debris: %+v", rep)
 	}

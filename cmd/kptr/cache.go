@@ -82,6 +82,8 @@ func (g *globals) openCacheWith(lvl slog.Level, extra ...cache.Option) (*cache.C
 	if err != nil {
 		return nil, withCode(exitEnv, err)
 	}
+	// what this process's pulls left in tmp/ (one a signal interrupted)
+	g.onExit(func() error { c.RemoveOwnTemporaries(); return nil })
 	return c, nil
 }
 

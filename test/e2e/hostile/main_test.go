@@ -362,6 +362,9 @@ type call struct {
 	// killWhen, if set, is polled while kptr runs: once true, kptr (its
 	// process alone, as Argo CD does at its deadline) is SIGKILLed.
 	killWhen func() bool
+	// killWith is the signal killWhen sends (default SIGKILL; SIGINT is
+	// the user's Ctrl-C)
+	killWith syscall.Signal
 	// discard drops stdout instead of keeping it: a large output kept here
 	// grows the test process, and a child started by vfork inherits the
 	// parent's peak RSS as its own at exec (so every later rssBelow would
@@ -433,7 +436,11 @@ func (h *harness) kptr(t *testing.T, c call) *result {
 				case <-time.After(20 * time.Millisecond):
 				}
 			}
-			_ = cmd.Process.Signal(syscall.SIGKILL)
+			sig := c.killWith
+			if sig == 0 {
+				sig = syscall.SIGKILL
+			}
+			_ = cmd.Process.Signal(sig)
 		}()
 	}
 	if err == nil {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -169,4 +170,67 @@ func TestCacheOwnership(t *testing.T) {
 	if !strings.HasPrefix(r.stdout, s.Ref(hostileregistry.Good)+" sha256:") {
 		t.Errorf("uid 999 on root's cache: %q", r.stdout)
 	}
+}
+
+// Ctrl-C during a pull leaves no work directory in tmp/ (only a partial
+// download the next pull resumes); what a killed pull left (with the
+// read-only directories of an image, which its owner cannot empty without
+// making them writable) is removed by the next pull and by prune, never
+// only by cache verify --repair (issue 32).
+func TestInterruptedPullLeavesTheCacheClean(t *testing.T) {
+	s := startRegistry(t)
+	forEachIdentity(t, func(t *testing.T, h *harness) {
+		tmp := filepath.Join(h.cache, "tmp")
+		unpacking := func() bool {
+			ents, _ := os.ReadDir(tmp)
+			for _, e := range ents {
+				if strings.HasPrefix(e.Name(), "unpack-") {
+					return true
+				}
+			}
+			return false
+		}
+		h.kptr(t, call{args: []string{"cache", "pull", s.Ref(hostileregistry.TrickleBlob)}, env: []string{"KPTR_REGISTRY_TIMEOUT=30s", "KPTR_PROGRESS=none"},
+			killWhen: unpacking, killWith: syscall.SIGINT}).exits(t, 130).says(t, "interrupted")
+		ents, _ := os.ReadDir(tmp)
+		for _, e := range ents {
+			if !strings.HasPrefix(e.Name(), "partial-") {
+				t.Errorf("the interrupted pull left tmp/%s", e.Name())
+			}
+		}
+
+		// debris of a killed pull (a pid that is gone), a minute old, with
+		// a read-only directory inside, as an unpacked image has
+		debris := func(name string) string {
+			d := filepath.Join(tmp, name)
+			bin := filepath.Join(d, "rootfs", "usr", "bin")
+			if err := os.MkdirAll(bin, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(bin, "function"), []byte("x"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range []string{d, filepath.Join(d, "rootfs"), filepath.Join(d, "rootfs", "usr"), bin, filepath.Join(bin, "function")} {
+				h.own(t, p)
+			}
+			if err := os.Chmod(bin, 0o555); err != nil {
+				t.Fatal(err)
+			}
+			old := time.Now().Add(-2 * time.Minute)
+			if err := os.Chtimes(d, old, old); err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}
+		d := debris("unpack-999999999-0123456789abcdef")
+		h.kptr(t, call{args: []string{"cache", "pull", s.Ref(hostileregistry.Throttled)}, env: registryEnv}).exits(t, 0)
+		if _, err := os.Lstat(d); !os.IsNotExist(err) {
+			t.Errorf("the next pull left the debris of a killed one: %v", err)
+		}
+		d = debris("unpack-999999998-0123456789abcdef")
+		h.kptr(t, call{args: []string{"cache", "prune", "--max-age", "24h"}}).exits(t, 0)
+		if _, err := os.Lstat(d); !os.IsNotExist(err) {
+			t.Errorf("prune left the debris of a killed pull: %v", err)
+		}
+	})
 }
