@@ -423,6 +423,8 @@ func TestKeylessBundleLogged(t *testing.T) {
 		{mk(ca, l, "release@example.com", "https://issuer.example.com", repo, digest, onb, ona), "integrated time outside certificate validity"},
 		{mk(ca, l, "release@example.com", "https://issuer.example.com", repo, other, nb, na), "digest mismatch: the signature is for " + other},
 		{mk(ca, l, "release@example.com", "https://issuer.example.com", "registry.example.com/kpt-fn/evil", digest, nb, na), "identity mismatch: the signature names registry.example.com/kpt-fn/evil"},
+		// a signature under another name says how to sign a mirror's copy
+		{mk(ca, l, "release@example.com", "https://issuer.example.com", "registry.example.com/kpt-fn/evil", digest, nb, na), "cosign sign --sign-container-identity " + repo},
 	}
 	for _, c := range cases {
 		if d := p.Evaluate(repo+":v1", digest, bundle(c.b)); d.Allowed || !strings.Contains(d.Reason, c.want) {

@@ -256,7 +256,12 @@ func checkIdentity(id identityRule, intended ref, signedName string) failure {
 		return failure{rankMalformed, fmt.Sprintf("malformed identity in the signature: %v", err)}
 	}
 	if !id.matches(intended, signed) {
-		return failure{rankIdentity, fmt.Sprintf("identity mismatch: the signature names %s, and %s wants %s", signed, id, intended)}
+		msg := fmt.Sprintf("identity mismatch: the signature names %s, and %s wants %s", signed, id, intended)
+		if signed.repo != intended.repo {
+			// the usual cause: a mirror's copy signed under the mirror's name
+			msg += fmt.Sprintf("; a copy kept under another name (a mirror) is signed for the name the Kptfile uses: cosign sign --sign-container-identity %s", intended.repo)
+		}
+		return failure{rankIdentity, msg}
 	}
 	return failure{}
 }

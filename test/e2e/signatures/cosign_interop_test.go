@@ -64,5 +64,19 @@ func TestCosignInterop(t *testing.T) {
 	r.says(t, "gcr.io/kpt-fn/cosigned@"+ud.String()+": refused by the signature policy", "no signature")
 	r = w.kptr(t, "", env, "cache", "pull", "gcr.io/kpt-fn/cosigned:v1")
 	t.Logf("signed by cosign, by tag: exit %d\n%s%s", r.code, r.stdout, r.stderr)
-	r.exits(t, 4).says(t, "identity mismatch: the signature names "+repo)
+	r.exits(t, 4).says(t, "identity mismatch: the signature names "+repo, "cosign sign --sign-container-identity gcr.io/kpt-fn/cosigned")
+
+	// Signed through the mirror for the Kptfile's name, as the refusal
+	// suggests (docs/signatures.md): a plain matchRepository policy, no
+	// remap, accepts it by tag.
+	third := fnimage.Build(t, "cat", fnimage.WithLayers(fnimage.Layer(t, map[string]string{"case": "cosign-identity"})))
+	td, _ := third.Digest()
+	fnimage.Push(t, third, repo+":v3")
+	run(pw, "sign", "--key", "cosign.key", "--tlog-upload=false", "--allow-insecure-registry", "-y",
+		"--sign-container-identity", "gcr.io/kpt-fn/cosigned", repo+"@"+td.String())
+	w.write(t, "policy", map[string]string{"logical.json": `{"default":[{"type":"reject"}],"transports":{"docker":{"gcr.io/kpt-fn":[{"type":"sigstoreSigned","keyPath":"cosign.pub","signedIdentity":{"type":"matchRepository"}}]}}}`})
+	env = []string{"KPTR_MIRRORS=gcr.io=" + reg.Addr, "KPTR_SIGNATURE_POLICY=" + filepath.Join(polDir, "logical.json")}
+	r = w.kptr(t, "", env, "cache", "pull", "gcr.io/kpt-fn/cosigned:v3")
+	t.Logf("signed for the logical name, by tag: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	r.exits(t, 0)
 }
