@@ -5,9 +5,11 @@
 package demo
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -72,6 +74,49 @@ func TestDemoPrintsCommandsThatRunAgain(t *testing.T) {
 	if len(after) != len(before) {
 		t.Errorf("rendering again changed the files: %d, was %d", len(after), len(before))
 	}
+
+	// docs/install.md's recipe for real pulls without the internet: the
+	// demo's images pushed to Debian's docker-registry on loopback, a fresh
+	// copy rendered with an empty cache through --mirror; the registry
+	// served every image and is stopped afterwards.
+	port := freePort(t)
+	try := exec.Command("examples/try-registry.sh", bin, out, port)
+	try.Dir = root
+	try.Env = append(os.Environ(), "KPTR_PROGRESS=none")
+	b, err = try.CombinedOutput()
+	if err != nil || !strings.Contains(string(b), "Successfully executed 4 function(s) in 2 package(s).") {
+		t.Fatalf("examples/try-registry.sh: %v\n%s", err, b)
+	}
+	for _, ref := range []string{"gcr.io/kpt-fn/set-labels:v0.1.5", "gcr.io/kpt-fn/set-annotations:v0.1.4", "gcr.io/kpt-fn/generator:v0.1.0"} {
+		if !strings.Contains(string(b), "\n"+ref+" ") {
+			t.Errorf("%s was not pulled into the recipe's cache\n%s", ref, b)
+		}
+	}
+	reglog, _ := os.ReadFile(filepath.Join(out, "registry", "log"))
+	n := 0
+	for _, l := range strings.Split(string(reglog), "\n") {
+		if strings.Contains(l, `"GET /v2/kpt-fn/`) && strings.Contains(l, `"kptr `) {
+			n++
+		}
+	}
+	if n < 6 {
+		t.Errorf("the registry served kptr %d GETs of the images, want manifests and blobs of all three\n%s", n, reglog)
+	}
+	if c, err := net.Dial("tcp", "127.0.0.1:"+port); err == nil {
+		c.Close()
+		t.Errorf("the registry still listens on %s after the recipe", port)
+	}
+}
+
+// freePort returns a loopback port nothing listens on.
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 }
 
 // snapshot reads every file under dir.
