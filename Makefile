@@ -6,7 +6,7 @@ LDFLAGS := -X main.version=$(VERSION)
 BIN := bin/kptr
 export CGO_ENABLED := 1
 
-.PHONY: help build install install-kpt-link uninstall test test-unit test-unpriv test-runtimedefault bench-runtime bench bench-cache bench-pipeline bench-render demo image push argocd test-argocd bench-argocd clean
+.PHONY: help build install install-kpt-link install-docker-link uninstall test test-unit test-unpriv test-runtimedefault bench-runtime bench bench-cache bench-pipeline bench-render demo image push argocd test-argocd bench-argocd clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -39,8 +39,18 @@ install-kpt-link: install ## also install kpt as a symbolic link to kptr in the 
 	  echo "make install-kpt-link: $$l exists and is not a link to kptr; remove it first to let kptr answer as kpt" >&2; exit 1; fi; \
 	ln -sfn kptr "$$l" && echo "installed $$l -> kptr"
 
-uninstall: ## remove what install and install-kpt-link installed (same PREFIX and DESTDIR)
-	@l=$(DESTDIR)$(BINDIR)/kpt; if [ "$$(readlink "$$l" 2>/dev/null)" = kptr ]; then rm -f "$$l"; fi
+# kptr invoked as docker takes the command lines kustomize and kpt give a
+# container CLI (docs/docker.md). It stands in for docker only where there
+# is none: a docker, podman or nerdctl a user has is never shadowed.
+install-docker-link: install ## also install docker as a symbolic link to kptr, for kustomize's and kpt's containerized functions (refuses where a docker command exists)
+	@set -euo pipefail; l=$(DESTDIR)$(BINDIR)/docker; \
+	if [ "$$(readlink "$$l" 2>/dev/null)" = kptr ]; then echo "$$l -> kptr (already)"; exit 0; fi; \
+	if [ -e "$$l" -o -L "$$l" ]; then echo "make install-docker-link: $$l exists and is not a link to kptr; kptr stands in for docker only where there is none" >&2; exit 1; fi; \
+	if [ -z "$(DESTDIR)" ] && c=$$(command -v docker); then echo "make install-docker-link: a docker command exists ($$c); kptr stands in for docker only where there is none" >&2; exit 1; fi; \
+	ln -sfn kptr "$$l" && echo "installed $$l -> kptr"
+
+uninstall: ## remove what install, install-kpt-link and install-docker-link installed (same PREFIX and DESTDIR)
+	@for n in kpt docker; do l=$(DESTDIR)$(BINDIR)/$$n; if [ "$$(readlink "$$l" 2>/dev/null)" = kptr ]; then rm -f "$$l"; fi; done
 	rm -f $(INSTALLED) $(COMPLETIONS)
 
 # Every suite's log ends with its counts: test/testsum reads the `go test
@@ -74,11 +84,11 @@ UNPRIV_UID ?= 999
 # prebuilt below are test/fnimage's LegacyJSToolchain and LegacyJSFixtures
 # (test/fnimage TestMakefileLegacyJS holds them alike).
 LEGACY_JS_GO := go1.20.14
-SANDBOX_CMD_TESTS := ^(TestDoctor|TestNewRunnerModes|TestRefusesWithoutUserNamespaces|TestExitCodesWithoutSandbox)$$
+SANDBOX_CMD_TESTS := ^(TestDoctor|TestNewRunnerModes|TestRefusesWithoutUserNamespaces|TestExitCodesWithoutSandbox|TestDocker.*)$$
 define run-unpriv
 	set -euo pipefail; d=$$(mktemp -d /tmp/kptr-unpriv.XXXXXX); trap 'rm -rf "$$d"' EXIT; \
 	mkdir -p "$$d/bin" "$$d/home" "$$d/tmp"; \
-	for f in hostile cat escape-report; do CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o "$$d/bin/$$f" ./test/fixtures/$$f; done; \
+	for f in hostile cat escape-report set-labels; do CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o "$$d/bin/$$f" ./test/fixtures/$$f; done; \
 	for f in wasm-hostile set-namespace; do for os in js wasip1; do GOOS=$$os GOARCH=wasm $(GO) build -trimpath -ldflags='-s -w' -o "$$d/bin/$$f.$$os.wasm" ./test/fixtures/$$f; done; done; \
 	for f in js-contract cat; do m=$$(mktemp -d "$$d/mod.XXXXXX"); cp test/fixtures/$$f/*.go "$$m/"; printf 'module kptr.test/%s\n\ngo 1.20\n' $$f >"$$m/go.mod"; \
 	  (cd "$$m" && GOTOOLCHAIN=$(LEGACY_JS_GO) GOFLAGS= GOWORK=off CGO_ENABLED=0 GOOS=js GOARCH=wasm $(GO) build -trimpath -ldflags='-s -w' -o "$$d/bin/$$f.js.$(LEGACY_JS_GO).wasm" .); rm -rf "$$m"; done; \
@@ -118,7 +128,7 @@ RUNTIMEDEFAULT := $(CURDIR)/test/e2e/argocd/testdata/runtime-default/containerd-
 test-runtimedefault: $(TESTSUM) ## the landlock tier's suites as uid 999 under containerd's RuntimeDefault seccomp profile
 	@set -euo pipefail; d=$$(mktemp -d /tmp/kptr-rtdefault.XXXXXX); trap 'rm -rf "$$d"' EXIT; \
 	mkdir -p "$$d/bin" "$$d/home" "$$d/tmp"; \
-	for f in hostile cat escape-report; do CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o "$$d/bin/$$f" ./test/fixtures/$$f; done; \
+	for f in hostile cat escape-report set-labels; do CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o "$$d/bin/$$f" ./test/fixtures/$$f; done; \
 	$(GO) build -o "$$d/seccompexec" ./test/e2e/argocd/seccompexec; \
 	$(GO) test -c -o "$$d/runtime.test" ./runtime; \
 	$(GO) test -c -o "$$d/landlock.test" ./runtime/landlock; \
