@@ -6,7 +6,7 @@ LDFLAGS := -X main.version=$(VERSION)
 BIN := bin/kptr
 export CGO_ENABLED := 1
 
-.PHONY: help build install install-kpt-link install-docker-link uninstall test test-unit test-unpriv test-runtimedefault bench-runtime bench bench-cache bench-pipeline bench-render demo image push argocd test-argocd bench-argocd clean
+.PHONY: help build install install-kpt-link install-docker-link uninstall kustomize test test-unit test-unpriv test-runtimedefault bench-runtime bench bench-cache bench-pipeline bench-render demo image push argocd test-argocd bench-argocd clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -247,6 +247,24 @@ argocd: ## build (or reuse) Argo CD's multi-call binary (argocd-repo-server, arg
 	    echo "make argocd: building Argo CD $(ARGOCD_VERSION) with $(ARGOCD_TOOLCHAIN) failed (see above; a cold build fetches the toolchain and modules from the Go module proxy, $$($(GO) env GOPROXY))" >&2; exit 1; } && \
 	  mv $(ARGOCD_BIN).tmp $(ARGOCD_BIN) && echo "== built in $$(( $$(date +%s) - start )) s"; }
 	@echo "argocd $(ARGOCD_VERSION) ($(ARGOCD_TOOLCHAIN)): $(ARGOCD_BIN)"
+
+# The real kustomize, for kptr's docker face (test/e2e/dockerface and the
+# Argo CD end-to-end suite): the release test/kustomize/go.mod names, built
+# from the module proxy with kptr's own Go in that small module, cached under
+# ~/.cache/kptr-test as test/kustomizebin builds it (same file, same flags:
+# the tests build it themselves when it is missing). Argo CD v3.6.1 bundles
+# kustomize v5.8.3, which needs Go 1.27 and a kube-openapi pseudo-version the
+# module proxy refuses: v5.8.1 is the release nearest to it that builds here.
+KUSTOMIZE_DIR := test/kustomize
+KUSTOMIZE_VERSION := $(shell sed -n 's,^\tsigs.k8s.io/kustomize/kustomize/v5 \(v[^ ]*\).*$$,\1,p' $(KUSTOMIZE_DIR)/go.mod)
+KUSTOMIZE_KEY = $(shell cat $(KUSTOMIZE_DIR)/go.mod $(KUSTOMIZE_DIR)/go.sum | sha256sum | cut -c1-16)
+KUSTOMIZE_BIN = $(HOME)/.cache/kptr-test/kustomize-$(KUSTOMIZE_VERSION)-$(KUSTOMIZE_KEY)
+
+kustomize: ## build (or reuse) the real kustomize the docker-face tests run
+	@test -x $(KUSTOMIZE_BIN) || { mkdir -p $(dir $(KUSTOMIZE_BIN)) && \
+	  cd $(KUSTOMIZE_DIR) && GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 $(GO) build -trimpath -o $(KUSTOMIZE_BIN).tmp sigs.k8s.io/kustomize/kustomize/v5 && \
+	  mv $(KUSTOMIZE_BIN).tmp $(KUSTOMIZE_BIN); }
+	@echo "kustomize $(KUSTOMIZE_VERSION): $(KUSTOMIZE_BIN)"
 
 test-argocd: build argocd $(TESTSUM) ## end-to-end: kptr through the real argocd-repo-server and argocd-cmp-server (uid 999, no capabilities), and through argocd-cmp-server alone
 	@set -o pipefail; cd $(ARGOCD_DIR) && $(ARGOCD_TEST_ENV) $(GO) test -json -count=1 -timeout 15m ./... | $(TESTSUM) -suite "Argo CD end-to-end"
