@@ -76,6 +76,7 @@ Exit codes: 0 ok, 1 a function or validation failed, 2 usage or input error,
 		g.initCmd(),
 		g.versionCmd(),
 		g.dockerCmd(),
+		g.installDockerCmd(),
 	)
 	// cobra's completion command (bash, zsh, fish, powershell), made a group
 	// like the others: an unknown shell is a usage error. (It keeps the

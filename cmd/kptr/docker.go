@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -431,4 +432,70 @@ func (g *globals) volumeDir() string {
 		return ""
 	}
 	return filepath.Join(g.cacheDir, "volumes")
+}
+
+// installDockerCmd is `kptr install-docker DIR`: kptr copies itself into
+// DIR as kptr, with docker a link to it. What an init container of kptr's
+// image (which has no shell and no cp) runs to put the docker face on
+// another container's PATH through a shared volume
+// (deploy/variants/kustomize-docker), as KSOPS and argocd-vault-plugin
+// install theirs.
+func (g *globals) installDockerCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "install-docker DIR",
+		Short: "Copy kptr into DIR with docker a link to it (an init container's job)",
+		Long: `Copy this kptr binary into DIR (which must exist) as DIR/kptr, written to a
+temporary name and renamed into place, and make DIR/docker a symbolic link to
+it: with DIR on a container's PATH, kustomize and kpt find kptr as their
+docker (docs/docker.md). An existing DIR/docker that is not that link is left
+alone and refused.`,
+		Example: `  # an init container sharing /opt/kptr/bin with argocd-repo-server
+  kptr install-docker /opt/kptr/bin`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			return installDocker(args[0])
+		},
+	}
+}
+
+func installDocker(dir string) error {
+	self, err := os.Executable()
+	if err != nil {
+		return withCode(exitEnv, err)
+	}
+	in, err := os.Open(self)
+	if err != nil {
+		return withCode(exitEnv, err)
+	}
+	defer in.Close()
+	d, err := os.OpenRoot(dir)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	defer d.Close()
+	if target, err := d.Readlink("docker"); err == nil && target == "kptr" {
+		// already ours: the copy below replaces the binary
+	} else if _, err := d.Lstat("docker"); err == nil {
+		return usageError("%s exists and is not a link to kptr; kptr stands in for docker only where there is none", filepath.Join(dir, "docker"))
+	}
+	out, err := d.OpenFile("kptr.tmp", os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o755)
+	if err != nil {
+		return withCode(exitEnv, err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return withCode(exitEnv, err)
+	}
+	if err := out.Close(); err != nil {
+		return withCode(exitEnv, err)
+	}
+	if err := d.Rename("kptr.tmp", "kptr"); err != nil {
+		return withCode(exitEnv, err)
+	}
+	if _, err := d.Lstat("docker"); err != nil {
+		if err := d.Symlink("kptr", "docker"); err != nil {
+			return withCode(exitEnv, err)
+		}
+	}
+	return nil
 }

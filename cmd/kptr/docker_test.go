@@ -270,3 +270,31 @@ func TestDockerDispatch(t *testing.T) {
 		}
 	}
 }
+
+// kptr install-docker DIR copies kptr there with docker a link to it, and
+// refuses to replace a docker that is not that link.
+func TestInstallDocker(t *testing.T) {
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	if code := run([]string{"kptr", "install-docker", dir}, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	self, _ := os.Executable()
+	want, _ := os.ReadFile(self)
+	got, err := os.ReadFile(filepath.Join(dir, "kptr"))
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("DIR/kptr is not this binary (%v)", err)
+	}
+	if l, err := os.Readlink(filepath.Join(dir, "docker")); err != nil || l != "kptr" {
+		t.Fatalf("DIR/docker: %q %v", l, err)
+	}
+	if code := run([]string{"kptr", "install-docker", dir}, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("again: exit %d: %s", code, errb.String())
+	}
+	other := t.TempDir()
+	os.WriteFile(filepath.Join(other, "docker"), []byte("#!/bin/sh\n"), 0o755)
+	errb.Reset()
+	if code := run([]string{"kptr", "install-docker", other}, strings.NewReader(""), &out, &errb); code != 2 || !strings.Contains(errb.String(), "exists and is not a link to kptr") {
+		t.Fatalf("over another docker: exit %d %s", code, errb.String())
+	}
+}

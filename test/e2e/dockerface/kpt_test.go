@@ -8,7 +8,7 @@ import (
 )
 
 // kptPipeline is a package whose Kptfile runs two mutators and a validator.
-func kptPackage(t *testing.T, s *session, dir string) {
+func kptPackage(t testing.TB, s *session, dir string) {
 	t.Helper()
 	writeTree(t, dir, map[string]string{
 		"Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n  annotations:\n    config.kubernetes.io/local-config: \"true\"\npipeline:\n  mutators:\n  - image: " +
@@ -21,7 +21,7 @@ func kptPackage(t *testing.T, s *session, dir string) {
 
 // kpt runs the kpt binary with the session's PATH (kptr as docker and
 // podman, no other container CLI), as root or uid 999.
-func (s *session) kpt(t *testing.T, kpt string, unpriv bool, env []string, args ...string) (string, string, error) {
+func (s *session) kpt(t testing.TB, kpt string, unpriv bool, env []string, args ...string) (string, string, error) {
 	t.Helper()
 	return s.run(t, unpriv, env, append([]string{kpt}, args...)...)
 }

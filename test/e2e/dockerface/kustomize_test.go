@@ -27,7 +27,7 @@ var root = func() string { d, _ := filepath.Abs("../../.."); return d }()
 const unprivUID = 999
 
 // fixtures are the function images (name → reference) and binaries.
-var fixtures = []string{"set-labels", "set-annotations", "generator", "validate-resources", "kptr-fx"}
+var fixtures = []string{"set-labels", "set-annotations", "generator", "validate-resources", "kptr-fx", "cat"}
 
 // (validate-resources re-encodes the resources it reads, which kustomize
 // refuses from a validator, exec or container alike; kustomize's validators
@@ -42,7 +42,7 @@ type session struct {
 	env              []string
 }
 
-func newSession(t *testing.T) *session {
+func newSession(t testing.TB) *session {
 	t.Helper()
 	if p, err := exec.LookPath("docker"); err == nil {
 		t.Logf("a docker is installed (%s); the test's PATH leaves it out", p)
@@ -81,7 +81,7 @@ func newSession(t *testing.T) *session {
 	return s
 }
 
-func copyFile(t *testing.T, from, to string) {
+func copyFile(t testing.TB, from, to string) {
 	t.Helper()
 	b, err := os.ReadFile(from)
 	if err != nil {
@@ -93,7 +93,7 @@ func copyFile(t *testing.T, from, to string) {
 }
 
 // writeTree writes files (path → content) below dir, readable by all.
-func writeTree(t *testing.T, dir string, files map[string]string) {
+func writeTree(t testing.TB, dir string, files map[string]string) {
 	t.Helper()
 	for p, c := range files {
 		full := filepath.Join(dir, p)
@@ -123,7 +123,7 @@ func (s *session) function(f string, container bool, mounts string) string {
 // two transformers (labels, annotations), a generator and a validator; and
 // in mount/ one whose transformer reads a file of the repository through a
 // bind mount.
-func (s *session) app(t *testing.T, dir string, container bool) {
+func (s *session) app(t testing.TB, dir string, container bool) {
 	t.Helper()
 	dataDir := filepath.Join(dir, "mount", "data")
 	readPath := "/var/greeting.txt" // in the container, where the mount puts it
@@ -166,7 +166,7 @@ validators:
 
 // kustomize runs kustomize build in dir (the session's PATH and env), as
 // root or as uid 999, and returns stdout, stderr and the error.
-func (s *session) kustomize(t *testing.T, dir string, unpriv bool, extraEnv []string, args ...string) (string, string, error) {
+func (s *session) kustomize(t testing.TB, dir string, unpriv bool, extraEnv []string, args ...string) (string, string, error) {
 	t.Helper()
 	argv := append(append([]string{filepath.Join(s.bin, "kustomize"), "build"}, args...), dir)
 	return s.run(t, unpriv, extraEnv, argv...)
@@ -175,7 +175,7 @@ func (s *session) kustomize(t *testing.T, dir string, unpriv bool, extraEnv []st
 // run runs argv in the session's directory with its PATH and env, as root
 // or as uid 999 (no capabilities, no_new_privs), each with a home of its
 // own, and returns stdout, stderr and the error.
-func (s *session) run(t *testing.T, unpriv bool, extraEnv []string, argv ...string) (string, string, error) {
+func (s *session) run(t testing.TB, unpriv bool, extraEnv []string, argv ...string) (string, string, error) {
 	t.Helper()
 	home := filepath.Join(s.base, "home-"+name(unpriv))
 	os.MkdirAll(home, 0o755)
@@ -286,7 +286,7 @@ func TestKustomizeRefusals(t *testing.T) {
 	}
 }
 
-func readFile(t *testing.T, p string) string {
+func readFile(t testing.TB, p string) string {
 	t.Helper()
 	b, err := os.ReadFile(p)
 	if err != nil {
@@ -297,7 +297,7 @@ func readFile(t *testing.T, p string) string {
 
 // dockerArgs renders dir with a recording docker in front of kptr's and
 // returns the run line kustomize gave it.
-func dockerArgs(t *testing.T, s *session, dir string, env []string) string {
+func dockerArgs(t testing.TB, s *session, dir string, env []string) string {
 	t.Helper()
 	rec := filepath.Join(s.base, "recorder")
 	os.MkdirAll(rec, 0o755)
