@@ -6,7 +6,7 @@ LDFLAGS := -X main.version=$(VERSION)
 BIN := bin/kptr
 export CGO_ENABLED := 1
 
-.PHONY: help build install install-kpt-link uninstall test vet test-unit test-unpriv test-runtimedefault bench-runtime bench bench-cache bench-pipeline bench-render demo image push argocd test-argocd bench-argocd clean
+.PHONY: help build install install-kpt-link install-docker-link uninstall kustomize test vet test-unit test-unpriv test-runtimedefault bench-runtime bench bench-cache bench-pipeline bench-render demo image push argocd test-argocd bench-argocd clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -66,8 +66,18 @@ install-kpt-link: install ## also install kpt as a symbolic link to kptr in the 
 	  fi; fi; \
 	ln -sfn kptr "$$l" && echo "installed $$l -> kptr$${note:+; $$note}"
 
-uninstall: ## remove what install and install-kpt-link installed (same PREFIX and DESTDIR), and the directories install created when they are empty
-	@l=$(DESTDIR)$(BINDIR)/kpt; if [ "$$(readlink "$$l" 2>/dev/null)" = kptr ]; then rm -f "$$l"; fi
+# kptr invoked as docker takes the command lines kustomize and kpt give a
+# container CLI (docs/docker.md). It stands in for docker only where there
+# is none: a docker, podman or nerdctl a user has is never shadowed.
+install-docker-link: install ## also install docker as a symbolic link to kptr, for kustomize's and kpt's containerized functions (refuses where a docker command exists)
+	@set -euo pipefail; l=$(DESTDIR)$(BINDIR)/docker; \
+	if [ "$$(readlink "$$l" 2>/dev/null)" = kptr ]; then echo "$$l -> kptr (already)"; exit 0; fi; \
+	if [ -e "$$l" -o -L "$$l" ]; then echo "make install-docker-link: $$l exists and is not a link to kptr; kptr stands in for docker only where there is none" >&2; exit 1; fi; \
+	if [ -z "$(DESTDIR)" ] && c=$$(command -v docker); then echo "make install-docker-link: a docker command exists ($$c); kptr stands in for docker only where there is none" >&2; exit 1; fi; \
+	ln -sfn kptr "$$l" && echo "installed $$l -> kptr"
+
+uninstall: ## remove what install, install-kpt-link and install-docker-link installed (same PREFIX and DESTDIR), and the directories install created when they are empty
+	@for n in kpt docker; do l=$(DESTDIR)$(BINDIR)/$$n; if [ "$$(readlink "$$l" 2>/dev/null)" = kptr ]; then rm -f "$$l"; fi; done
 	rm -f $(INSTALLED) $(COMPLETIONS)
 	@set -euo pipefail; if [ -f $(INSTALL_RECORD) ]; then dirs=$$(awk '{ print length($$0) " " $$0 }' $(INSTALL_RECORD) | sort -rn | cut -d' ' -f2- | uniq); \
 	  rm -f $(INSTALL_RECORD); for d in $$dirs; do rmdir "$$d" 2>/dev/null && echo "removed empty $$d" || true; done; fi
@@ -120,11 +130,11 @@ UNPRIV_UID ?= 999
 # prebuilt below are test/fnimage's LegacyJSToolchain and LegacyJSFixtures
 # (test/fnimage TestMakefileLegacyJS holds them alike).
 LEGACY_JS_GO := go1.20.14
-SANDBOX_CMD_TESTS := ^(TestDoctor|TestNewRunnerModes|TestRefusesWithoutUserNamespaces|TestExitCodesWithoutSandbox)$$
+SANDBOX_CMD_TESTS := ^(TestDoctor|TestNewRunnerModes|TestRefusesWithoutUserNamespaces|TestExitCodesWithoutSandbox|TestDocker.*)$$
 define run-unpriv
 	set -euo pipefail; rc=0; d=$$(mktemp -d /tmp/kptr-unpriv.XXXXXX); trap 'rm -rf "$$d"' EXIT; \
 	mkdir -p "$$d/bin" "$$d/home" "$$d/tmp"; \
-	for f in hostile cat escape-report; do CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o "$$d/bin/$$f" ./test/fixtures/$$f; done; \
+	for f in hostile cat escape-report set-labels; do CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o "$$d/bin/$$f" ./test/fixtures/$$f; done; \
 	for f in wasm-hostile set-namespace; do for os in js wasip1; do GOOS=$$os GOARCH=wasm $(GO) build -trimpath -ldflags='-s -w' -o "$$d/bin/$$f.$$os.wasm" ./test/fixtures/$$f; done; done; \
 	for f in js-contract cat; do m=$$(mktemp -d "$$d/mod.XXXXXX"); cp test/fixtures/$$f/*.go "$$m/"; printf 'module kptr.test/%s\n\ngo 1.20\n' $$f >"$$m/go.mod"; \
 	  (cd "$$m" && GOTOOLCHAIN=$(LEGACY_JS_GO) GOFLAGS= GOWORK=off CGO_ENABLED=0 GOOS=js GOARCH=wasm $(GO) build -trimpath -ldflags='-s -w' -o "$$d/bin/$$f.js.$(LEGACY_JS_GO).wasm" .); rm -rf "$$m"; done; \
@@ -165,7 +175,7 @@ RUNTIMEDEFAULT := $(CURDIR)/test/e2e/argocd/testdata/runtime-default/containerd-
 test-runtimedefault: $(TESTSUM) ## the landlock tier's suites as uid 999 under containerd's RuntimeDefault seccomp profile
 	@set -euo pipefail; rc=0; d=$$(mktemp -d /tmp/kptr-rtdefault.XXXXXX); trap 'rm -rf "$$d"' EXIT; \
 	mkdir -p "$$d/bin" "$$d/home" "$$d/tmp"; \
-	for f in hostile cat escape-report; do CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o "$$d/bin/$$f" ./test/fixtures/$$f; done; \
+	for f in hostile cat escape-report set-labels; do CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o "$$d/bin/$$f" ./test/fixtures/$$f; done; \
 	$(GO) build -o "$$d/seccompexec" ./test/e2e/argocd/seccompexec; \
 	$(GO) test -c -o "$$d/runtime.test" ./runtime; \
 	$(GO) test -c -o "$$d/landlock.test" ./runtime/landlock; \
@@ -285,6 +295,24 @@ argocd: ## build (or reuse) Argo CD's multi-call binary (argocd-repo-server, arg
 	    echo "make argocd: building Argo CD $(ARGOCD_VERSION) with $(ARGOCD_TOOLCHAIN) failed (see above; a cold build fetches the toolchain and modules from the Go module proxy, $$($(GO) env GOPROXY))" >&2; exit 1; } && \
 	  mv $(ARGOCD_BIN).tmp $(ARGOCD_BIN) && echo "== built in $$(( $$(date +%s) - start )) s"; }
 	@echo "argocd $(ARGOCD_VERSION) ($(ARGOCD_TOOLCHAIN)): $(ARGOCD_BIN)"
+
+# The real kustomize, for kptr's docker face (test/e2e/dockerface and the
+# Argo CD end-to-end suite): the release test/kustomize/go.mod names, built
+# from the module proxy with kptr's own Go in that small module, cached under
+# ~/.cache/kptr-test as test/kustomizebin builds it (same file, same flags:
+# the tests build it themselves when it is missing). Argo CD v3.6.1 bundles
+# kustomize v5.8.3, which needs Go 1.27 and a kube-openapi pseudo-version the
+# module proxy refuses: v5.8.1 is the release nearest to it that builds here.
+KUSTOMIZE_DIR := test/kustomize
+KUSTOMIZE_VERSION := $(shell sed -n 's,^\tsigs.k8s.io/kustomize/kustomize/v5 \(v[^ ]*\).*$$,\1,p' $(KUSTOMIZE_DIR)/go.mod)
+KUSTOMIZE_KEY = $(shell cat $(KUSTOMIZE_DIR)/go.mod $(KUSTOMIZE_DIR)/go.sum | sha256sum | cut -c1-16)
+KUSTOMIZE_BIN = $(HOME)/.cache/kptr-test/kustomize-$(KUSTOMIZE_VERSION)-$(KUSTOMIZE_KEY)
+
+kustomize: ## build (or reuse) the real kustomize the docker-face tests run
+	@test -x $(KUSTOMIZE_BIN) || { mkdir -p $(dir $(KUSTOMIZE_BIN)) && \
+	  cd $(KUSTOMIZE_DIR) && GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 $(GO) build -trimpath -o $(KUSTOMIZE_BIN).tmp sigs.k8s.io/kustomize/kustomize/v5 && \
+	  mv $(KUSTOMIZE_BIN).tmp $(KUSTOMIZE_BIN); }
+	@echo "kustomize $(KUSTOMIZE_VERSION): $(KUSTOMIZE_BIN)"
 
 test-argocd: build argocd $(TESTSUM) ## end-to-end: kptr through the real argocd-repo-server and argocd-cmp-server (uid 999, no capabilities), and through argocd-cmp-server alone
 	@set -o pipefail; cd $(ARGOCD_DIR) && $(ARGOCD_TEST_ENV) $(GO) test -json -count=1 -timeout 15m ./... | $(TESTSUM) -suite "Argo CD end-to-end"

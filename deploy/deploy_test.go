@@ -626,3 +626,47 @@ func TestStockInstallIsTheRelease(t *testing.T) {
 		}
 	}
 }
+
+// The kustomize-docker variant puts kptr into the repo-server container as
+// docker: an init container of the sidecar's image runs `kptr
+// install-docker` into an emptyDir, the repo-server mounts it read-only
+// first on its PATH with a cache and the operator's allow-list, and
+// argocd-cm turns on kustomize's --enable-alpha-plugins.
+func TestKustomizeDockerVariant(t *testing.T) {
+	objs := build(t, "component", "variants/kustomize-docker")
+	spec := podSpec(t, objs)
+	ic := named(spec["initContainers"], "kptr-docker")
+	if ic == nil {
+		t.Fatal("no kptr-docker init container")
+	}
+	if ic["image"] != kptrContainer(t, spec)["image"] {
+		t.Errorf("init image %v differs from the sidecar's", ic["image"])
+	}
+	if !reflect.DeepEqual(ic["command"], []any{"kptr", "install-docker", "/usr/local/kptr/bin"}) {
+		t.Errorf("command = %v", ic["command"])
+	}
+	if sc := ic["securityContext"].(map[string]any); sc["runAsUser"] != 999 || sc["readOnlyRootFilesystem"] != true {
+		t.Errorf("securityContext = %v", sc)
+	}
+	rs := named(spec["containers"], "argocd-repo-server")
+	env := map[string]string{}
+	for _, e := range rs["env"].([]any) {
+		m := e.(map[string]any)
+		if v, ok := m["value"].(string); ok {
+			env[m["name"].(string)] = v
+		}
+	}
+	if !strings.HasPrefix(env["PATH"], "/usr/local/kptr/bin:") || env["KPTR_CACHE_DIR"] == "" || env["KPTR_ALLOWED_IMAGES"] == "" {
+		t.Errorf("repo-server env = %v", env)
+	}
+	if m := named(rs["volumeMounts"], "kptr-docker-bin"); m["mountPath"] != "/usr/local/kptr/bin" || m["readOnly"] != true {
+		t.Errorf("repo-server mounts the bin volume as %v", m)
+	}
+	cm := objs["ConfigMap/argocd-cm"]
+	if cm == nil {
+		t.Fatalf("no argocd-cm among %v", keys(objs))
+	}
+	if v := cm.GetDataMap()["kustomize.buildOptions"]; v != "--enable-alpha-plugins" {
+		t.Errorf("argocd-cm kustomize.buildOptions = %q", v)
+	}
+}

@@ -132,6 +132,24 @@ func IsExecutable(fi fs.FileInfo) bool {
 	return fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
 }
 
+// ErrNoEntrypoint and ErrNotExecutable classify an image whose entrypoint
+// cannot start (errors.Is): not in the image, or not an executable file.
+// docker run reports them as exit codes 127 and 126; kptr's docker face
+// does the same.
+var (
+	ErrNoEntrypoint  = errors.New("entrypoint not found in the image")
+	ErrNotExecutable = errors.New("entrypoint is not an executable file")
+)
+
+// entrypointError keeps its message and is one of the two errors above.
+type entrypointError struct {
+	msg  string
+	kind error
+}
+
+func (e *entrypointError) Error() string        { return e.msg }
+func (e *entrypointError) Is(target error) bool { return target == e.kind }
+
 // lookPathIn finds name as exec(3)'s PATH search would inside rootfs and
 // returns the absolute path inside the image.
 func lookPathIn(rootfs, name, cwd string, env []string) (string, error) {
@@ -142,10 +160,10 @@ func lookPathIn(rootfs, name, cwd string, env []string) (string, error) {
 		}
 		fi, err := StatIn(rootfs, p)
 		if err != nil {
-			return "", fmt.Errorf("entrypoint %s not found in the image", name)
+			return "", &entrypointError{fmt.Sprintf("entrypoint %s not found in the image", name), ErrNoEntrypoint}
 		}
 		if !IsExecutable(fi) {
-			return "", fmt.Errorf("entrypoint %s is not an executable file", name)
+			return "", &entrypointError{fmt.Sprintf("entrypoint %s is not an executable file", name), ErrNotExecutable}
 		}
 		return path.Clean(p), nil
 	}
@@ -159,7 +177,7 @@ func lookPathIn(rootfs, name, cwd string, env []string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("entrypoint %q not found on the image's PATH (%s)", name, pathEnv)
+	return "", &entrypointError{fmt.Sprintf("entrypoint %q not found on the image's PATH (%s)", name, pathEnv), ErrNoEntrypoint}
 }
 
 type user struct {

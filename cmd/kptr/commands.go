@@ -76,6 +76,8 @@ policy (--signature-policy), 130 and 143 interrupted (SIGINT, SIGTERM).`,
 		g.doctorCmd(),
 		g.initCmd(),
 		g.versionCmd(),
+		g.dockerCmd(),
+		g.installDockerCmd(),
 	)
 	// cobra's completion command (bash, zsh, fish, powershell), made a group
 	// like the others: an unknown shell is a usage error. (It keeps the

@@ -100,15 +100,18 @@ type lazySandbox struct {
 	once   sync.Once
 	r      runtime.Runner
 	notice string // openRunner's line for stderr, printed by open
-	err    error
-	said   sync.Once
+	// quiet: the notice is never printed (the docker face prints nothing
+	// but the function's output)
+	quiet bool
+	err   error
+	said  sync.Once
 }
 
 // open opens the runner and prints its notice (once).
 func (s *lazySandbox) open() (runtime.Runner, error) {
 	r, err := s.openQuiet()
 	s.said.Do(func() {
-		if s.notice != "" {
+		if s.notice != "" && !s.quiet {
 			fmt.Fprint(s.g.stderr, s.notice)
 		}
 	})

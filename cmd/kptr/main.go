@@ -90,6 +90,10 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer stop()
 	g := newGlobals(stdin, stdout, stderr, os.Getenv)
 	defer g.cleanup()
+	if invokedAsDocker(argv[0]) {
+		// docker's command line, conventions and exit codes (docker.go)
+		return g.dockerMain(ctx, argv[1:])
+	}
 	g.kpt = invokedAsKpt(argv[0])
 	cmd, err := g.execute(ctx, argv[1:])
 	if sig := interruptedBy(ctx); sig != 0 && cmd.Annotations[ownSignals] == "" {

@@ -1,4 +1,4 @@
-// Package install tests the Makefile's install, install-kpt-link and
+// Package install tests the Makefile's install, install-kpt-link, install-docker-link and
 // uninstall targets: staged with DESTDIR into a temporary directory, with the
 // binary built there too (BIN), so the work tree's bin/kptr is not touched.
 package install
@@ -219,4 +219,53 @@ func withoutMake(env []string) []string {
 		}
 	}
 	return out
+}
+
+// install-docker-link puts docker -> kptr where no docker command exists:
+// through it kptr answers as docker (docs/docker.md); a docker file there,
+// or a docker on PATH (without DESTDIR), is never shadowed; uninstall
+// removes only the link.
+func TestInstallDockerLink(t *testing.T) {
+	dest := t.TempDir()
+	bin := filepath.Join(t.TempDir(), "kptr")
+	if out, err := makeTarget(t, "install-docker-link", dest, bin); err != nil {
+		t.Fatalf("make install-docker-link: %v\n%s", err, out)
+	}
+	p := dest + prefix
+	if target, err := os.Readlink(p + "/bin/docker"); err != nil || target != "kptr" {
+		t.Fatalf("bin/docker: %q, %v; want a link to kptr", target, err)
+	}
+	out, err := exec.Command(p+"/bin/docker", "version", "--format", "{{.Client.Version}}").Output()
+	if err != nil || !strings.HasSuffix(string(out), "+kptr\n") {
+		t.Fatalf("docker version through the link: %v, %q", err, out)
+	}
+	if out, err := makeTarget(t, "uninstall", dest, bin); err != nil {
+		t.Fatalf("make uninstall: %v\n%s", err, out)
+	}
+	if got := files(t, dest); len(got) != 0 {
+		t.Errorf("left after uninstall: %v", got)
+	}
+
+	// an existing docker in the directory
+	docker := dest + prefix + "/bin/docker"
+	if err := os.MkdirAll(filepath.Dir(docker), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(docker, []byte("#!/bin/sh\necho the real docker\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := makeTarget(t, "install-docker-link", dest, bin); err == nil || !strings.Contains(out, docker+" exists and is not a link to kptr") {
+		t.Fatalf("over a docker binary: %v\n%s", err, out)
+	}
+	// a docker on PATH, installing for this machine (no DESTDIR)
+	root, _ := filepath.Abs("../..")
+	other := t.TempDir()
+	cmd := exec.Command("make", "--no-print-directory", "-C", root, "install-docker-link", "DESTDIR=", "PREFIX="+other, "BIN="+bin)
+	cmd.Env = append(withoutMake(os.Environ()), "PATH="+filepath.Dir(docker)+":"+os.Getenv("PATH"))
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "a docker command exists ("+docker+")") {
+		t.Fatalf("with a docker on PATH: %v\n%s", err, out)
+	}
+	if _, err := os.Lstat(other + "/bin/docker"); err == nil {
+		t.Errorf("a docker link was made although a docker is on PATH")
+	}
 }
