@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -130,8 +131,21 @@ type meta struct {
 
 func (c *Cache) metaPath(hex string) string { return c.path(rootfsDir, hex, "meta.json") }
 
+// readMeta reads an unpacked image's marker, after checking its directory,
+// its rootfs/ and the marker itself by the cache's rule (owner.go): what
+// they hold is run without being hashed again.
 func (c *Cache) readMeta(hex string) (*meta, error) {
-	b, err := os.ReadFile(c.metaPath(hex))
+	for _, d := range []string{c.path(rootfsDir, hex), c.path(rootfsDir, hex, "rootfs")} {
+		if err := checkEntry(d, true); err != nil {
+			return nil, err
+		}
+	}
+	f, err := openChecked(c.metaPath(hex))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxMetaBytes))
 	if err != nil {
 		return nil, err
 	}
@@ -206,6 +220,9 @@ func (c *Cache) cached(ctx context.Context, ir imageRef, d v1.Descriptor) (Bundl
 		return Bundle{}, false, err
 	}
 	m, err := c.readMeta(d.Digest.Hex)
+	if isUntrusted(err) {
+		return Bundle{}, false, err
+	}
 	if err != nil {
 		return Bundle{}, false, nil
 	}
@@ -472,16 +489,16 @@ func (c *Cache) unpack(ctx context.Context, ir imageRef, desc v1.Descriptor) (_ 
 	if err := c.hold(ctx, hex); err != nil {
 		return nil, false, err
 	}
-	if m, err := c.readMeta(hex); err == nil {
-		return m, false, nil
+	if m, err := c.readMeta(hex); err == nil || isUntrusted(err) {
+		return m, false, err
 	}
 	ul, err := c.lock(ctx, "unpack-"+hex+".lock", false)
 	if err != nil {
 		return nil, false, err
 	}
 	defer unlock(ul)
-	if m, err := c.readMeta(hex); err == nil {
-		return m, false, nil
+	if m, err := c.readMeta(hex); err == nil || isUntrusted(err) {
+		return m, false, err
 	}
 	// A directory without a readable meta.json is debris (never committed
 	// that way by this code); move it aside.
@@ -494,7 +511,7 @@ func (c *Cache) unpack(ctx context.Context, ir imageRef, desc v1.Descriptor) (_ 
 	if err := c.ensureManifest(ctx, repo, desc.Digest); err != nil {
 		return nil, false, fmt.Errorf("manifest: %w", err)
 	}
-	mb, err := os.ReadFile(c.blobPath(desc.Digest))
+	mb, err := c.readBlob(desc.Digest, maxManifestBytes)
 	if err != nil {
 		return nil, false, err
 	}
@@ -511,7 +528,7 @@ func (c *Cache) unpack(ctx context.Context, ir imageRef, desc v1.Descriptor) (_ 
 	if err := c.ensureBlob(ctx, repo, mf.Config.Digest, mf.Config.Size, nil); err != nil {
 		return nil, false, fmt.Errorf("config: %w", err)
 	}
-	cb, err := os.ReadFile(c.blobPath(mf.Config.Digest))
+	cb, err := c.readBlob(mf.Config.Digest, maxConfigBytes)
 	if err != nil {
 		return nil, false, err
 	}
@@ -606,7 +623,7 @@ func (c *Cache) unpack(ctx context.Context, ir imageRef, desc v1.Descriptor) (_ 
 		if len(cf.RootFS.DiffIDs) > i {
 			diffID = cf.RootFS.DiffIDs[i].String()
 		}
-		f, err := os.Open(c.blobPath(l.Digest))
+		f, err := openChecked(c.blobPath(l.Digest))
 		if err != nil {
 			return nil, false, err
 		}

@@ -13,7 +13,9 @@
 // org.opencontainers.image.ref.name, canonical name with tag or digest)
 // pointing at the platform manifest it resolved to, with the time
 // (dev.kptr.resolved-at). Beside the layout: rootfs/<manifest hex>/{rootfs/,
-// meta.json}, locks/ and tmp/.
+// meta.json}, locks/, tmp/, verdicts/, and the directories other packages
+// keep there (wasm/ for runtime/wasm's compiled code, memo/). Layout lists
+// them all, once: the ownership check walks that list.
 //
 // # Lifecycle (blobs and rootfs alike)
 //
@@ -74,8 +76,11 @@
 // A refusal is an *Error with exit code ExitSignature.
 //
 // Whoever can write a cache decides what runs from it: Open refuses a cache
-// directory that neither the current user nor root owns, or that group or
-// others can write (owner.go).
+// directory any entry of whose layout neither the current user nor root
+// owns, or group or others can write, or that is a link; what lies beneath
+// (an image's meta.json and rootfs/, blobs, verdicts, compiled wasm code) is
+// checked by the same rule where it is read (owner.go, CheckTree). A
+// verdict is trusted because only the cache's owner can have written it.
 // Extraction resolves every path inside the root (symlinks are followed as
 // if the root were "/"; one that climbs out is an error), never follows a
 // link at the leaf, creates no device nodes, drops setuid/setgid bits and

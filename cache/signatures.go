@@ -48,7 +48,6 @@ const (
 	annCosignCert  = "dev.sigstore.cosign/certificate"
 	annCosignChain = "dev.sigstore.cosign/chain"
 	annCosignRekor = "dev.sigstore.cosign/bundle"
-	verdictsDir    = "verdicts"
 
 	// What signatures of one image may cost (a hostile registry may
 	// declare anything): signature layers read from the .sig manifest,
@@ -337,7 +336,7 @@ func hasCode(te *transport.Error, codes ...transport.ErrorCode) bool {
 
 // readBlob reads a stored blob of at most max bytes.
 func (c *Cache) readBlob(h v1.Hash, max int64) ([]byte, error) {
-	f, err := os.Open(c.blobPath(h))
+	f, err := openChecked(c.blobPath(h))
 	if err != nil {
 		return nil, err
 	}
@@ -459,7 +458,12 @@ func (c *Cache) signatureCount(digest v1.Hash) int {
 
 // Verdicts: an allowed decision is remembered as an empty file named by
 // SHA-256 over the policy hash, the logical name, the digest and the
-// signature set. The file's presence is the verdict; prune clears them.
+// signature set. The file's presence is the verdict, so it counts only
+// where nobody but the cache's owner (or root) can have made it: verdicts/
+// is checked with the rest of the layout when the cache opens, and the file
+// itself by the same rule before it counts (owner.go). A file that fails
+// the rule is no verdict: the policy decides again, and the file is
+// replaced by one of the current user's. Prune clears them.
 func (c *Cache) verdictPath(p *signature.Policy, ir imageRef, digest, set v1.Hash) string {
 	h := sha256.New()
 	for _, s := range []string{"kptr verdict v1", p.Hash, ir.named, digest.String(), set.String()} {
@@ -470,8 +474,7 @@ func (c *Cache) verdictPath(p *signature.Policy, ir imageRef, digest, set v1.Has
 }
 
 func (c *Cache) hasVerdict(p *signature.Policy, ir imageRef, digest, set v1.Hash) bool {
-	st, err := os.Lstat(c.verdictPath(p, ir, digest, set))
-	return err == nil && st.Mode().IsRegular()
+	return checkEntry(c.verdictPath(p, ir, digest, set), false) == nil
 }
 
 func (c *Cache) rememberVerdict(p *signature.Policy, ir imageRef, digest, set v1.Hash) {
@@ -482,7 +485,8 @@ func (c *Cache) rememberVerdict(p *signature.Policy, ir imageRef, digest, set v1
 	if err := os.MkdirAll(c.path(verdictsDir), 0o755); err != nil {
 		return
 	}
-	if f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+	_ = os.Remove(path) // a file here failed hasVerdict's check: not ours to keep
+	if f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644); err == nil {
 		f.Close()
 	}
 }

@@ -128,10 +128,15 @@ func unlock(l *flock.Flock) {
 // readIndex reads index.json; it is only ever replaced by rename, so reading
 // without a lock sees a whole file.
 func (c *Cache) readIndex() (*v1.IndexManifest, error) {
-	b, err := os.ReadFile(c.path(indexFile))
+	f, err := openChecked(c.path(indexFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return &v1.IndexManifest{SchemaVersion: 2, MediaType: "application/vnd.oci.image.index.v1+json"}, nil
 	}
+	if err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(f)
+	f.Close()
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kptr-dev/kptr/cache"
 	"github.com/kptr-dev/kptr/internal/privdir"
 )
 
@@ -89,7 +90,7 @@ func OpenFor(cacheDir string, o Options) (*Store, error) {
 	uid := os.Geteuid()
 	var errs []error
 	if st, err := os.Stat(cacheDir); err == nil && ownerOf(st) == uid {
-		s, err := Open(filepath.Join(cacheDir, "memo"), o)
+		s, err := Open(filepath.Join(cacheDir, cache.MemoDir), o)
 		if err == nil {
 			return s, nil
 		}

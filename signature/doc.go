@@ -20,7 +20,11 @@
 // (the default), matchRepository, exactReference, exactRepository,
 // remapIdentity). Every requirement of the matched scope must hold. A field
 // or requirement kptr does not implement (signedBy, pki, an unknown key) is
-// refused when the policy loads, never ignored. Scopes of other transports
+// refused when the policy loads, never ignored; so is a key named twice in
+// one object, at any depth (containers-policy.json(5) rejects duplicated
+// fields; encoding/json would keep the last, so a policy saying reject and
+// then insecureAcceptAnything would accept), and keys equal but for case
+// count as the same. Scopes of other transports
 // are checked like docker's but never apply: kptr pulls only from registries.
 //
 // # Guarantees

@@ -94,6 +94,9 @@ func Parse(data []byte, baseDir string) (*Policy, error) {
 	ld := &loader{base: baseDir, hash: sha256.New()}
 	ld.add([]byte("kptr signature policy v1"))
 	ld.add(data)
+	if err := checkDuplicateKeys(data); err != nil {
+		return nil, &LoadError{Err: err}
+	}
 	p, err := ld.policy(data)
 	if err != nil {
 		return nil, &LoadError{Err: err}

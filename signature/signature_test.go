@@ -206,16 +206,50 @@ func TestLoadRefuses(t *testing.T) {
 		`{"default": [{"type": "reject"}], "transports": {"docker": {"index.docker.io/library/busybox": [{"type": "reject"}]}}}`: "docker.io/library/busybox",
 		`{"default": [{"type": "sigstoreSigned", "keyPath": "missing.pub"}]}`:                                                    "missing.pub",
 	}
+	refusedOnLoad(t, cases)
+}
+
+// refusedOnLoad checks that each policy document fails to load with a
+// LoadError (exit 2) whose message contains the case's text.
+func refusedOnLoad(t *testing.T, cases map[string]string) {
+	t.Helper()
 	for doc, want := range cases {
 		_, err := signature.Parse([]byte(doc), t.TempDir())
 		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: error %v, want one naming %q", doc, err, want)
+			t.Errorf("%s: error %v, want one saying %q", doc, err, want)
 			continue
 		}
 		var le *signature.LoadError
 		if !errorsAs(err, &le) || le.ExitCode() != 2 {
 			t.Errorf("%s: %T is not a LoadError with exit 2", doc, err)
 		}
+	}
+}
+
+// containers-policy.json(5) rejects duplicated fields; encoding/json keeps
+// the last, so a policy that says reject and then accept-anything loaded
+// as accept-anything (issue 30). A duplicate at any depth is refused,
+// naming the key and where it is; so are keys that differ only in case
+// (encoding/json matches a field regardless of case).
+func TestLoadRefusesDuplicateKeys(t *testing.T) {
+	kd := b64(cosigner.NewKey(t).PublicPEM)
+	sig := `{"type": "sigstoreSigned", "keyData": "` + kd + `", "signedIdentity": {"type": "matchRepository"}}`
+	cases := map[string]string{
+		`{"default": [{"type": "reject"}], "default": [{"type": "insecureAcceptAnything"}]}`:                                                                  `duplicate key "default" in the policy's top level`,
+		`{"default": [{"type": "reject"}], "Default": [{"type": "insecureAcceptAnything"}]}`:                                                                  `duplicate key "Default" in the policy's top level (it repeats "default"`,
+		"{\"default\": [{\"type\": \"reject\"}], \"transports\": {}, \"tran\u017Fports\": {}}":                                                                `repeats "transports"`,
+		`{"default": [{"type": "reject", "type": "insecureAcceptAnything"}]}`:                                                                                 `duplicate key "type" in default[0]`,
+		`{"default": [{"type": "reject"}], "transports": {"docker": {}, "docker": {}}}`:                                                                       `duplicate key "docker" in transports`,
+		`{"default": [{"type": "reject"}], "transports": {"docker": {"gcr.io": [{"type": "reject"}], "gcr.io": []}}}`:                                         `duplicate key "gcr.io" in transports.docker`,
+		`{"default": [{"type": "reject"}], "transports": {"docker": {"gcr.io/x": [{"type": "reject"}, ` + sig[:len(sig)-1] + `, "keyData": "` + kd + `"}]}}}`: `duplicate key "keyData" in transports.docker["gcr.io/x"][1]`,
+		`{"default": [{"type": "sigstoreSigned", "keyData": "` + kd + `", "signedIdentity": {"type": "matchRepository", "type": "matchExact"}}]}`:             `duplicate key "type" in default[0].signedIdentity`,
+		`{"default": [{"type": "reject"}], "x": ` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `}`:                                                 "nested deeper than 64 levels",
+	}
+	refusedOnLoad(t, cases)
+	// the same keys in sibling objects are no duplicates
+	ok := `{"default": [{"type": "reject"}], "transports": {"docker": {"gcr.io/a": [` + sig + `], "gcr.io/b": [` + sig + `]}}}`
+	if _, err := signature.Parse([]byte(ok), t.TempDir()); err != nil {
+		t.Errorf("sibling objects with the same keys refused: %v", err)
 	}
 }
 

@@ -407,7 +407,7 @@ func (g *globals) pruneCompiled(c *cache.Cache, maxAge time.Duration, all, dry b
 			keep[sum] = true
 		}
 	}
-	rep, err := wasm.PruneCompiled(filepath.Join(c.Dir(), "wasm"), wasm.PruneOptions{Keep: keep, All: all, MaxAge: maxAge, Grace: compiledGrace, DryRun: dry})
+	rep, err := wasm.PruneCompiled(filepath.Join(c.Dir(), cache.WasmDir), wasm.PruneOptions{Keep: keep, All: all, MaxAge: maxAge, Grace: compiledGrace, DryRun: dry})
 	if err != nil {
 		return fmt.Errorf("pruning compiled wasm code: %w", err)
 	}

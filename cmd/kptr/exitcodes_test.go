@@ -37,8 +37,9 @@ type exitFixtures struct {
 	badYAML, nonKRM, noTag, tagRepo string
 	badTag                          string // a function whose tag: is no tag at all
 	wasmExec                        string // an exec function that is a wasm module
-	// signature policies: one that rejects every image, one kptr cannot load
-	rejectPolicy, badPolicy string
+	// signature policies: one that rejects every image, one kptr cannot
+	// load, one that names "default" twice (reject, then accept anything)
+	rejectPolicy, badPolicy, dupPolicy string
 }
 
 func newExitFixtures(t *testing.T) exitFixtures {
@@ -79,8 +80,9 @@ func newExitFixtures(t *testing.T) exitFixtures {
 	f.tagRepo = tagRegistry(t) + "/fn/x"
 	writeTree(t, f.noTag, map[string]string{"Kptfile": kf("image: " + f.tagRepo + "\n    tag: \"~0.9\""), "cm.yaml": cm})
 	f.file = filepath.Join(f.ok, "cm.yaml")
-	f.rejectPolicy, f.badPolicy = filepath.Join(base, "reject.json"), filepath.Join(base, "gpg.json")
+	f.rejectPolicy, f.badPolicy, f.dupPolicy = filepath.Join(base, "reject.json"), filepath.Join(base, "gpg.json"), filepath.Join(base, "dup.json")
 	writeTree(t, base, map[string]string{"reject.json": `{"default": [{"type": "reject"}]}`,
+		"dup.json": `{"default":[{"type":"reject"}],"default":[{"type":"insecureAcceptAnything"}]}`,
 		"gpg.json": `{"default": [{"type": "signedBy", "keyType": "GPGKeys", "keyPath": "/k.gpg"}]}`})
 	if err := os.WriteFile(f.cacheFile, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -129,6 +131,9 @@ func exitCases(f exitFixtures) []exitCase {
 		{"registry", []string{"fn", "render", f.registry, "-o", "unwrap"}, nil, 3, 1, "connection refused"},
 		{"signature", []string{"fn", "render", f.registry, "-o", "unwrap"}, reject, 4, 1, refused},
 		{"usage", []string{"fn", "render", f.registry, "-o", "unwrap"}, badPolicy, 2, 1, "KPTR_SIGNATURE_POLICY (--signature-policy): signature policy " + f.badPolicy + ": default[0]: requirement type signedBy"},
+		{"usage", []string{"fn", "render", f.registry, "-o", "unwrap"}, map[string]string{"KPTR_SIGNATURE_POLICY": f.dupPolicy}, 2, 1, "KPTR_SIGNATURE_POLICY (--signature-policy): signature policy " + f.dupPolicy + `: duplicate key "default" in the policy's top level`},
+		{"usage", []string{"fn", "render", f.registry, "-o", "unwrap"}, map[string]string{"KPTR_SIGNATURE_POLICY": " \t "}, 2, 1, "KPTR_SIGNATURE_POLICY (--signature-policy): blank; name a containers-policy.json file"},
+		{"usage", []string{"fn", "render", f.registry, "-o", "unwrap", "--signature-policy", " "}, nil, 2, 1, "--signature-policy: empty"},
 		{"environment", []string{"fn", "render", f.registry, "-o", "unwrap"}, cacheFile, 3, 1, f.cacheFile},
 		{"input", []string{"render", f.missing}, nil, 2, -1, "package " + f.missing + ": no such directory"},
 		{"function", []string{"render", f.failing, "--allow-exec", "-o", "unwrap"}, nil, 1, -1, "Exit code: 1"},

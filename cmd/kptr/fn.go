@@ -349,7 +349,7 @@ func (g *globals) wasmRunner() runtime.Runner {
 			opts = append(opts, runtime.WithMaxOutput(maxOut))
 		}
 		if g.cacheDir != "" {
-			opts = append(opts, wasm.WithCompileCache(filepath.Join(g.cacheDir, "wasm")))
+			opts = append(opts, wasm.WithCompileCache(filepath.Join(g.cacheDir, cache.WasmDir)))
 		}
 		t, ok := runtime.Lookup(wasm.Name)
 		if !ok {

@@ -327,6 +327,11 @@ func (g *globals) checkSettings(fs *pflag.FlagSet) error {
 			}
 		}
 	}
+	if raw := g.getenv("KPTR_SIGNATURE_POLICY"); on("signature-policy") && !fs.Changed("signature-policy") && raw != "" && strings.TrimSpace(raw) == "" {
+		// as --signature-policy '' is: blanks are a mistake (a templated
+		// value that came out empty), never "no policy"
+		return usageError("KPTR_SIGNATURE_POLICY (--signature-policy): blank; name a containers-policy.json file (or unset the variable for none)")
+	}
 	if on("signature-policy") && strings.TrimSpace(g.sigPolicyPath) != "" {
 		p, err := signature.Load(strings.TrimSpace(g.sigPolicyPath))
 		if err != nil {

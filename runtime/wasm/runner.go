@@ -215,6 +215,12 @@ func (r *Runner) compile(ctx context.Context, b cache.Bundle) (*compiledModule, 
 		return cm, nil
 	}
 	if r.cacheDir != "" {
+		// wazero loads what it finds there as machine code, following
+		// links and checking nothing: only the cache's owner or root may
+		// have written it (the cache's rule)
+		if err := cache.CheckTree(compiledDir(r.cacheDir, key)); err != nil {
+			return nil, &cache.Error{Err: fmt.Errorf("wasm compilation cache: %w", err)}
+		}
 		// in use: PruneCompiled keeps what was used lately
 		touch(compiledDir(r.cacheDir, key))
 	}

@@ -350,3 +350,90 @@ func TestCompilationCache(t *testing.T) {
 		}
 	}
 }
+
+// wazero loads the compiled code it finds in the cache directory as machine
+// code, unchecked (issue 30: uid 999, able to write root's cache's wasm/,
+// rewrote a module's code and root's kptr ran it). So a module's compiled
+// code is used only if nobody but its user or root can have written it: a
+// file or directory of another uid's, one group or others may write, or a
+// link there fails the run (exit 3, naming the entry) before wazero reads it.
+func TestCompiledCodeOnlyFromTheOwner(t *testing.T) {
+	if goruntime.GOARCH != "amd64" && goruntime.GOARCH != "arm64" {
+		t.Skip("wazero compiles ahead only on amd64 and arm64")
+	}
+	mod := filepath.Join(t.TempDir(), "exit0.wasm")
+	if err := os.WriteFile(mod, module(nil, []byte{0x00, 0x0b}, 0), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	compiled := func(t *testing.T) (dir string, files, dirs []string) {
+		dir = t.TempDir()
+		r := New(WithCacheDir(dir))
+		defer r.Close()
+		if res, err := run(t, r, mod, runtime.Invocation{}); err != nil || res.ExitCode != 0 {
+			t.Fatalf("first run: %v %s", err, res.Stderr)
+		}
+		_ = filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+			switch {
+			case err != nil || p == dir:
+			case info.Mode().IsRegular():
+				files = append(files, p)
+			case info.IsDir():
+				dirs = append(dirs, p)
+			}
+			return nil
+		})
+		if len(files) == 0 || len(dirs) == 0 {
+			t.Fatalf("the first run left no compiled code: files %v, dirs %v", files, dirs)
+		}
+		return dir, files, dirs
+	}
+	cases := map[string]func(files, dirs []string) string{
+		"file writable by others": func(files, _ []string) string { return chmod(t, files[0], 0o666) },
+		"directory writable by group": func(_, dirs []string) string {
+			return chmod(t, dirs[len(dirs)-1], 0o770)
+		},
+		"file replaced by a link": func(files, _ []string) string {
+			other := filepath.Join(t.TempDir(), "planted")
+			if err := os.Rename(files[0], other); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(other, files[0]); err != nil {
+				t.Fatal(err)
+			}
+			return files[0]
+		},
+	}
+	if os.Geteuid() == 0 {
+		cases["file of uid 999"] = func(files, _ []string) string { return chown(t, files[0], 999) }
+		cases["directory of uid 999"] = func(_, dirs []string) string { return chown(t, dirs[0], 999) }
+	}
+	for name, plant := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir, files, dirs := compiled(t)
+			bad := plant(files, dirs)
+			r := New(WithCacheDir(dir))
+			defer r.Close()
+			_, err := run(t, r, mod, runtime.Invocation{})
+			var ce *cache.Error
+			if err == nil || !errors.As(err, &ce) || ce.ExitCode() != 3 || !strings.Contains(err.Error(), bad) {
+				t.Fatalf("want the run refused (exit 3) naming %s, got %v", bad, err)
+			}
+		})
+	}
+}
+
+func chmod(t *testing.T, p string, mode os.FileMode) string {
+	t.Helper()
+	if err := os.Chmod(p, mode); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func chown(t *testing.T, p string, uid int) string {
+	t.Helper()
+	if err := os.Lchown(p, uid, uid); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kptr-dev/kptr/cache"
 	"github.com/kptr-dev/kptr/test/fnimage"
 )
 
@@ -91,14 +92,19 @@ func TestMemoReplaysOnlyTheSameRun(t *testing.T) {
 		render("KPTR_MEMO=on").never(t, memoCached)
 
 		// a memo directory others can write is never used (it holds the
-		// record of this very run): the user's private one in $TMPDIR is
+		// record of this very run): it is part of the cache's layout, and
+		// a cache others can write is refused, naming it
 		render("KPTR_MEMO=on").says(t, memoCached)
-		if err := os.Chmod(filepath.Join(h.cache, "memo"), 0o777); err != nil {
+		memoDir := filepath.Join(h.cache, cache.MemoDir)
+		if err := os.Chmod(memoDir, 0o777); err != nil {
 			t.Fatal(err)
 		}
-		render("KPTR_MEMO=on").never(t, memoCached)
+		h.kptr(t, call{args: []string{"fn", "render", pkg, "-o", "unwrap"}, env: []string{"KPTR_MEMO=on"}}).
+			exits(t, 3).says(t, memoDir, "writable by group or others").never(t, memoCached)
+		if err := os.Chmod(memoDir, 0o700); err != nil {
+			t.Fatal(err)
+		}
 		render("KPTR_MEMO=on").says(t, memoCached)
-		h.private(t, filepath.Join(h.tmp, fmt.Sprintf("kptr-memo-%d", h.uid())))
 		h.sentinelsUnchanged(t)
 	})
 }

@@ -1,10 +1,17 @@
 package hostile
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/test/fnimage"
+	"github.com/kptr-dev/kptr/test/registry"
 )
 
 // Another local user plants links at the names kptr opens in shared places
@@ -68,7 +75,9 @@ func linkIntact(t *testing.T, name, target string) {
 // pre-warmed sidecar cache, read by uid 999), <cache>/memo when the cache
 // is the user's own. generate memoises by default, so its store's cleanup
 // ran in the victim's directory and removed everything that was not a
-// record (.ssh, .bashrc, config/).
+// record (.ssh, .bashrc, config/). A link in $TMPDIR is passed over (the
+// run goes on without memoising); one at <cache>/memo is an entry of the
+// cache's layout, and a cache holding a link is refused, naming it (exit 3).
 func TestPlantedMemoLink(t *testing.T) {
 	forEachIdentity(t, func(t *testing.T, h *harness) {
 		ref := h.importFixture(t, "kptr-fx", nil)
@@ -94,8 +103,12 @@ func TestPlantedMemoLink(t *testing.T) {
 		}
 		plant(t, link, target)
 		for range 2 {
-			h.kptr(t, call{args: []string{"generate"}, dir: pkg, env: []string{"TMPDIR=" + tmp, "KPTR_ALLOWED_IMAGES=example.test/*"}}).
-				exits(t, 0).never(t, memoCached)
+			r := h.kptr(t, call{args: []string{"generate"}, dir: pkg, env: []string{"TMPDIR=" + tmp, "KPTR_ALLOWED_IMAGES=example.test/*"}})
+			if h.id.uid >= 0 {
+				r.exits(t, 0).never(t, memoCached)
+			} else {
+				r.exits(t, 3).says(t, link, "is a symbolic link")
+			}
 		}
 		linkIntact(t, link, target)
 		h.sentinelsUnchanged(t)
@@ -177,5 +190,173 @@ func TestPlantedCacheLinks(t *testing.T) {
 			linkIntact(t, link, target)
 		}
 		h.sentinelsUnchanged(t)
+	})
+}
+
+// intruder is the uid that tampers with the identity's cache: the sidecar's
+// uid against root's cache (issue 30's attacks), another uid against the
+// sidecar's.
+func (h *harness) intruder() int {
+	if h.id.uid < 0 {
+		return sidecarUID
+	}
+	return attackerUID
+}
+
+// cacheTampers are the ways another user gets hold of a cache entry p
+// (whose mode was perm); each returns what undoes it.
+func (h *harness) cacheTampers() map[string]func(t *testing.T, p string, perm os.FileMode) func() {
+	chmod := func(t *testing.T, p string, mode os.FileMode) {
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return map[string]func(t *testing.T, p string, perm os.FileMode) func(){
+		"writable by group": func(t *testing.T, p string, perm os.FileMode) func() {
+			chmod(t, p, perm|0o020)
+			return func() { os.Chmod(p, perm) }
+		},
+		"writable by others": func(t *testing.T, p string, perm os.FileMode) func() {
+			chmod(t, p, perm|0o002)
+			return func() { os.Chmod(p, perm) }
+		},
+		// readable by all, so that kptr meets the owner, not a permission
+		"owned by the intruder": func(t *testing.T, p string, perm os.FileMode) func() {
+			if err := os.Lchown(p, h.intruder(), h.intruder()); err != nil {
+				t.Fatal(err)
+			}
+			chmod(t, p, perm|0o055)
+			return func() { os.Chmod(p, perm); os.Lchown(p, h.uid(), h.uid()) }
+		},
+		"the intruder's link to the real one": func(t *testing.T, p string, _ os.FileMode) func() {
+			if err := os.Rename(p, p+".real"); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(filepath.Base(p)+".real", p); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Lchown(p, h.intruder(), h.intruder()); err != nil {
+				t.Fatal(err)
+			}
+			return func() { os.Remove(p); os.Rename(p+".real", p) }
+		},
+	}
+}
+
+// tampered runs c with the entry p tampered with each way, and fails
+// unless every run is refused (exit 3) with an error naming p.
+func (h *harness) tampered(t *testing.T, p string, c call, skip func(how string) bool) {
+	t.Helper()
+	fi, err := os.Lstat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for how, tamper := range h.cacheTampers() {
+		if skip != nil && skip(how) {
+			continue
+		}
+		undo := tamper(t, p, fi.Mode().Perm())
+		r := h.kptr(t, c)
+		undo()
+		if r.code != 3 || !strings.Contains(r.stderr, p+" ") {
+			t.Errorf("cache entry %s %s: exit %d, want 3 naming it\nstderr:\n%s", p, how, r.code, tail(r.stderr))
+		}
+	}
+}
+
+// Another user able to write any part of a cache decides what runs from it
+// (issue 30: uid 999, able to write root's wasm/, rewrote a module's
+// compiled code and root's kptr ran it; able to write verdicts/, made root
+// run an unsigned image under a reject-by-default policy). kptr refuses
+// such a cache, naming the entry (exit 3): the cache directory itself and
+// every name of cache.Layout (the one list the check walks, so a name added
+// to the layout is tested here the day it is added), whether it is
+// another uid's, writable by group or others, or a link.
+func TestCacheWritableByAnotherUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to hand cache entries to another uid")
+	}
+	forEachIdentity(t, func(t *testing.T, h *harness) {
+		ref := h.importFixture(t, "kptr-fx", nil)
+		pkg := h.pkg(t, "app", memoPkg(ref, "web"))
+		render := call{args: []string{"fn", "render", pkg, "-o", "stdout"}}
+		h.kptr(t, render).exits(t, 0)
+		entries := []string{"."}
+		for _, name := range cache.Layout() {
+			rel, isDir := strings.CutSuffix(name, "/")
+			p := filepath.Join(h.cache, rel)
+			if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
+				if !isDir {
+					t.Fatalf("kptr did not make %s", name)
+				}
+				h.dir(t, filepath.Join("cache", rel), 0o755) // made on first use (verdicts/, wasm/, memo/)
+			}
+			entries = append(entries, rel)
+		}
+		h.kptr(t, render).exits(t, 0)
+		for _, rel := range entries {
+			var skip func(string) bool
+			if rel == "." {
+				// TestPlantedCacheLinks: the cache directory may be a link of the user's
+				skip = func(how string) bool { return strings.Contains(how, "link") }
+			}
+			h.tampered(t, filepath.Clean(filepath.Join(h.cache, rel)), render, skip)
+		}
+		h.kptr(t, render).exits(t, 0)
+	})
+}
+
+// The wasm tier's compiled code (wasm/<module sha256>/...) is machine code
+// kptr's own process runs, outside every sandbox: a file or directory of it
+// that another uid owns, or group or others may write, or a link there,
+// fails the run (exit 3, naming it) before wazero loads it. After a session
+// that used every part of the cache (an image, a wasm function and its
+// compiled code, memoised results), the cache holds nothing at its top that
+// cache.Layout does not list: no directory escapes the check.
+func TestCompiledWasmOfAnotherUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to hand cache entries to another uid")
+	}
+	forEachIdentity(t, func(t *testing.T, h *harness) {
+		ref := registry.Start(t).Addr + "/kpt-fn/set-namespace:v1"
+		fnimage.PushIndex(t, fnimage.WasmIndex(t, fnimage.WasmModule(t, "set-namespace", "js"), fnimage.PlatformJS), ref)
+		pkg := h.pkg(t, "app", map[string]string{
+			"Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators:\n  - image: " + ref + "\n    configMap:\n      namespace: staging\n",
+			"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n",
+		})
+		render := call{args: []string{"fn", "render", pkg, "-o", "stdout", "--allow-alpha-wasm"}}
+		if r := h.kptr(t, render).exits(t, 0); !strings.Contains(r.stdout, "namespace: staging") {
+			t.Fatalf("the wasm function did not run:\n%s", r.stdout)
+		}
+		var code []string
+		_ = filepath.WalkDir(filepath.Join(h.cache, cache.WasmDir), func(p string, d fs.DirEntry, err error) error {
+			if err == nil && filepath.Dir(p) != h.cache {
+				code = append(code, p)
+			}
+			return nil
+		})
+		if len(code) < 2 {
+			t.Fatalf("the wasm run left no compiled code in the cache: %v", code)
+		}
+		for _, p := range code {
+			h.tampered(t, p, render, nil)
+		}
+		h.kptr(t, render).exits(t, 0)
+
+		fx := h.importFixture(t, "kptr-fx", nil)
+		h.kptr(t, call{args: []string{"generate"}, dir: h.pkg(t, "memoised", memoPkg(fx, "web")), env: []string{"KPTR_ALLOWED_IMAGES=example.test/*"}}).exits(t, 0)
+		listed := map[string]bool{}
+		for _, name := range cache.Layout() {
+			listed[strings.TrimSuffix(name, "/")] = true
+		}
+		ents, err := os.ReadDir(h.cache)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range ents {
+			if !listed[e.Name()] {
+				t.Errorf("the cache holds %s, which cache.Layout does not list: the ownership check never looks at it", e.Name())
+			}
+		}
 	})
 }
