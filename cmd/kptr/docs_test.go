@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/kptr-dev/kptr/cmd/kptr/internal/dockerface"
 	"go/scanner"
 	"go/token"
 	"io/fs"
@@ -67,6 +68,15 @@ var foreignFlags = map[string]string{
 	"--library-path": "the ELF interpreter (ld.so), which the landlock tier starts programs through",
 	"--argv0":        "the ELF interpreter (ld.so)",
 	"--authfile":     "podman login",
+	// docker run's, which docs/docker.md quotes: the face takes the first
+	// three (TestDockerFaceTakesTheDocumentedFlags holds it to them) and
+	// refuses the next two
+	"--user":         "docker run (the docker face)",
+	"--pull":         "docker run (the docker face)",
+	"--security-opt": "docker run (the docker face)",
+	"--privileged":   "docker run, refused by the docker face",
+	"--entrypoint":   "docker run, refused by the docker face",
+	"--enable-exec":  "kustomize build",
 }
 
 func loadDocFacts(t *testing.T) *docFacts {
@@ -602,5 +612,27 @@ func TestDocsRunnableBlocks(t *testing.T) {
 				t.Errorf("the block at %s failed: %v\n%s\n--- the block:\n%s", bl.where, err, out, bl.body)
 			}
 		})
+	}
+}
+
+// The docker run flags docs/docker.md quotes as taken are taken by the
+// face's parser, and those it quotes as refused are refused.
+func TestDockerFaceTakesTheDocumentedFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"run", "--rm", "-i", "--user", "nobody", "img"},
+		{"run", "--rm", "-i", "--pull", "missing", "img"},
+		{"run", "--rm", "-i", "--security-opt=no-new-privileges", "img"},
+	} {
+		if _, err := dockerface.Parse(args); err != nil {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+	for _, args := range [][]string{
+		{"run", "--rm", "-i", "--privileged", "img"},
+		{"run", "--rm", "-i", "--entrypoint", "/bin/sh", "img"},
+	} {
+		if _, err := dockerface.Parse(args); err == nil {
+			t.Errorf("%v: taken, the docs say refused", args)
+		}
 	}
 }
