@@ -190,7 +190,7 @@ func TestWarmingLeavesWasmCompiled(t *testing.T) {
 		}
 		return dir
 	}
-	run := func(cacheDir string, args ...string) string {
+	run := func(t *testing.T, cacheDir string, args ...string) string {
 		t.Helper()
 		var out, errb bytes.Buffer
 		env := map[string]string{"KPTR_CACHE_DIR": cacheDir, "KPTR_PROGRESS": "plain", "HOME": t.TempDir()}
@@ -214,7 +214,7 @@ func TestWarmingLeavesWasmCompiled(t *testing.T) {
 	const notice = "compiling the wasm module of"
 
 	cold := t.TempDir()
-	if errs := run(cold, "fn", "render", pkg(indexRef), "--allow-alpha-wasm"); !strings.Contains(errs, notice+" "+indexRef) {
+	if errs := run(t, cold, "fn", "render", pkg(indexRef), "--allow-alpha-wasm"); !strings.Contains(errs, notice+" "+indexRef) {
 		t.Errorf("a render on an empty cache does not say it compiles:\n%s", errs)
 	}
 
@@ -230,12 +230,12 @@ func TestWarmingLeavesWasmCompiled(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cacheDir, dir := t.TempDir(), pkg(c.ref)
-			run(cacheDir, c.warm(cacheDir, dir)...)
+			run(t, cacheDir, c.warm(cacheDir, dir)...)
 			before := compiled(cacheDir)
 			if len(before) == 0 {
 				t.Fatal("nothing compiled into the cache's wasm/")
 			}
-			errs := run(cacheDir, "fn", "render", dir, "--allow-alpha-wasm")
+			errs := run(t, cacheDir, "fn", "render", dir, "--allow-alpha-wasm")
 			if strings.Contains(errs, notice) {
 				t.Errorf("the render after warming compiles:\n%s", errs)
 			}
