@@ -212,7 +212,10 @@ bench-cache: ## cache benchmarks: cold pull vs skopeo+umoci, cached resolve, pea
 bench: bench-cache bench-runtime bench-render bench-argocd ## benchmarks; figures go to BENCHMARKS.md
 
 # Issue 13's benchmarks, side by side in one interleaved loop (test/bench/render):
-# the realistic package (test/bench/pkggen) at 50, 500 and 5,000 resources
+# the realistic package (test/bench/pkggen) at 50, 500 and 5,000 resources,
+# run by the catalog's own functions (-images catalog, the default: the
+# images of -catalog-layout pushed to a local docker-registry under their
+# catalog names, their binaries for exec mode and the functions alone),
 # through kptr, kptr --sandbox none, kpt in exec mode (/usr/bin/kpt when
 # installed, never required) and kpt exec mode through bubblewrap, with the
 # functions alone; the start-up and memo comparisons; then runtime's cold

@@ -65,6 +65,16 @@ func WithCompileCache(dir string) runtime.Option {
 	})
 }
 
+// WithNotice makes runs say, through notice, when they compile a module
+// the compilation cache does not hold yet (WithCompileNotice).
+func WithNotice(notice func(name string)) runtime.Option {
+	return runtime.TierOption(func(sb any) {
+		if s, ok := sb.(*Sandbox); ok {
+			s.Runner.notice = notice
+		}
+	})
+}
+
 // Sandbox is the wasm tier opened: a Runner that also prepares (compiles
 // ahead) and runs exec functions through runtime.Host, as every tier does.
 type Sandbox struct {
