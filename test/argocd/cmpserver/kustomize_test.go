@@ -111,10 +111,13 @@ func TestArgoCDBuiltInKustomize(t *testing.T) {
 		}
 		msg := status.Convert(err).Message()
 		t.Logf("the UI shows: %s", msg)
-		for _, w := range []string{"kptr (docker): ", "the landlock tier has no mount namespace", "exit status 125"} {
+		for _, w := range []string{"kptr (docker): ", "run --mount needs kptr's namespace tier", "has no mount namespace", "exit status 125"} {
 			if !strings.Contains(msg, w) {
 				t.Errorf("the repo-server's error does not contain %q:\n%s", w, msg)
 			}
+		}
+		if strings.Contains(msg, "kpt fn eval") {
+			t.Errorf("the error names a kpt command nobody ran:\n%s", msg)
 		}
 		// The same kustomization renders as root outside RuntimeDefault,
 		// where kptr has its namespace tier: the refusal above is the

@@ -289,7 +289,8 @@ func TestKustomizeContainerizedFunctions(t *testing.T) {
 
 // assertMountRefused checks a kustomize build whose function has a bind
 // mount, run in kptr's landlock tier: no output, and kustomize's error
-// carries kptr's one line and docker's exit code for "could not run it".
+// carries kptr's one line (in docker run's terms: the caller never wrote a
+// kpt command) and docker's exit code for "could not run it".
 func assertMountRefused(t testing.TB, out, errs string, err error) {
 	t.Helper()
 	var lines []string
@@ -298,7 +299,8 @@ func assertMountRefused(t testing.TB, out, errs string, err error) {
 			lines = append(lines, l)
 		}
 	}
-	if err == nil || out != "" || len(lines) != 1 || !strings.Contains(lines[0], "the landlock tier has no mount namespace") || !strings.Contains(errs, "exit status 125") {
+	if err == nil || out != "" || len(lines) != 1 || !strings.Contains(lines[0], "run --mount needs kptr's namespace tier") ||
+		!strings.Contains(lines[0], "landlock tier") || strings.Contains(lines[0], "kpt fn eval") || !strings.Contains(errs, "exit status 125") {
 		t.Errorf("a bind mount in the landlock tier: %v, want kptr's one line and exit status 125\nstdout:\n%s\nstderr:\n%s", err, out, errs)
 	}
 }
