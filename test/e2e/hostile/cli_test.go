@@ -30,10 +30,10 @@ func TestCommandLineMistakes(t *testing.T) {
 		}{
 			{[]string{"fn", "render", file, "--allow-exec"}, 2, 1, []string{"Error: " + file + " is a file: fn render takes a package directory"}},
 			{[]string{"fn", "eval", file, "--exec", "fx op=label key=a value=b"}, 2, 1, []string{"is a file: fn eval takes a package directory"}},
-			{[]string{"fn", "render", missing}, 2, 1, []string{"Error: lstat " + missing + ": no such file or directory"}},
+			{[]string{"fn", "render", missing}, 2, 1, []string{"Error: package " + missing + ": no such directory (fn render takes a package directory)"}},
 			{[]string{"fn", "render", pkg, "--alow-exec"}, 2, 1, []string{"unknown flag: --alow-exec"}},
 			{[]string{"cache", "import", notes}, 2, 1, nil},
-			{[]string{"cache", "import", missing}, 2, 1, []string{"kptr cache import: stat " + missing + ": no such file or directory"}},
+			{[]string{"cache", "import", missing}, 2, 1, []string{"kptr cache import: source " + missing + ": no such file or directory"}},
 		} {
 			r := h.kptr(t, call{args: c.args, timeout: 30 * time.Second}).exits(t, c.kptr).within(t, 20*time.Second).rssBelow(t, 256<<20)
 			if c.line != nil {
