@@ -61,13 +61,21 @@ func New(root *os.Root) *FS { return &FS{root: root} }
 
 // Close closes every directory handle held (not the root).
 func (f *FS) Close() error {
+	f.Forget()
+	return nil
+}
+
+// Forget lets go of the directories held: a later lookup opens its way
+// again. The tree is assumed not to change while directories are held (a
+// held directory removed or moved answers for its old name): whoever
+// changes it through the root calls Forget first and after.
+func (f *FS) Forget() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, h := range f.chain {
 		f.drop(h)
 	}
 	f.chain = nil
-	return nil
 }
 
 // drop closes h once it is not in use; f.mu is held.
