@@ -117,6 +117,7 @@ func (g *globals) wholeKey(ctx context.Context, kind string, fsys fs.FS, images 
 	k.Str("fn-timeout", g.fnTimeout.String())
 	k.Str("fn-max-output", g.getenv("KPTR_FN_MAX_OUTPUT"))
 	k.Str("output-limits", fmt.Sprintf("%+v", g.outputLimits()))
+	k.Str("result-budget", fmt.Sprintf("%+v", g.resultBudget()))
 	k.Str("package-limits", fmt.Sprintf("%+v", g.packageLimits()))
 	k.Str("variant", g.memoVariant())
 	if g.sigPolicy != nil {
