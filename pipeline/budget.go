@@ -48,28 +48,111 @@ const (
 )
 
 func (l OutputLimits) withDefaults() OutputLimits {
-	or := func(v, def int) int {
-		if v <= 0 {
-			return def
-		}
-		return v
-	}
-	return OutputLimits{MaxItems: or(l.MaxItems, DefaultMaxItems), MaxResults: or(l.MaxResults, DefaultMaxResults),
-		MaxNodes: or(l.MaxNodes, DefaultMaxNodes), MaxDepth: or(l.MaxDepth, DefaultMaxDepth)}
+	return OutputLimits{MaxItems: orDefault(l.MaxItems, DefaultMaxItems), MaxResults: orDefault(l.MaxResults, DefaultMaxResults),
+		MaxNodes: orDefault(l.MaxNodes, DefaultMaxNodes), MaxDepth: orDefault(l.MaxDepth, DefaultMaxDepth)}
 }
 
-// OutputLimitError is a function output over one of OutputLimits.
+// ResultBudget bounds the results one render (or eval) holds over all its
+// functions: each function's output is within OutputLimits, but a render
+// keeps every function's results (for the transcript, the Kptfile's render
+// status, results.yaml), and 40 functions of 45,000 results each took kptr
+// to 3 GB (issue 30). A zero field means its default. The function whose
+// results cross the budget fails as a function over its own limit does.
+type ResultBudget struct {
+	// MaxResults bounds the results of all the functions (KPTR_MAX_RESULTS).
+	MaxResults int
+	// MaxBytes bounds their text: every key and value, each alias counted
+	// as what it expands to (KPTR_MAX_RESULT_BYTES).
+	MaxBytes int64
+}
+
+// Defaults of ResultBudget: twice what one function may print
+// (DefaultMaxResults), and room for that many results of a few hundred
+// bytes each; a render holding both costs kptr well under 1 GiB, written
+// into the Kptfile's render status or results.yaml (BENCHMARKS.md, issue 30).
+const (
+	DefaultMaxRenderResults = 100_000
+	DefaultMaxResultBytes   = 64 << 20
+)
+
+func (b ResultBudget) withDefaults() ResultBudget {
+	return ResultBudget{MaxResults: orDefault(b.MaxResults, DefaultMaxRenderResults), MaxBytes: orDefault(b.MaxBytes, DefaultMaxResultBytes)}
+}
+
+// orDefault is a limit's value, or def when it is zero (or negative).
+func orDefault[T int | int64](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// resultsHeld is what a render holds of its functions' results.
+type resultsHeld struct {
+	count int
+	bytes int64
+}
+
+// charge adds a function's results (the results node of its output) to
+// held, or returns the error of the budget they would cross.
+func (h *resultsHeld) charge(b ResultBudget, results *yaml.RNode) error {
+	b = b.withDefaults()
+	n := countResults(results)
+	if h.count+n > b.MaxResults {
+		return &OutputLimitError{What: "results", Limit: b.MaxResults, Setting: "KPTR_MAX_RESULTS", Render: true}
+	}
+	var size int64
+	if !results.IsNil() {
+		size = textBytes(results.YNode(), b.MaxBytes-h.bytes, map[*yaml.Node]int64{})
+	}
+	if h.bytes+size > b.MaxBytes {
+		return &OutputLimitError{What: "bytes of results", Limit: int(b.MaxBytes), Setting: "KPTR_MAX_RESULT_BYTES", Render: true}
+	}
+	h.count += n
+	h.bytes += size
+	return nil
+}
+
+// textBytes is the length of every scalar under n (keys and values), each
+// alias counted as what it expands to (an anchor's size computed once),
+// capped just above limit.
+func textBytes(n *yaml.Node, limit int64, anchored map[*yaml.Node]int64) int64 {
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	if s, ok := anchored[n]; ok {
+		return s
+	}
+	s := int64(len(n.Value))
+	for _, c := range n.Content {
+		if s += textBytes(c, limit, anchored); s > limit {
+			s = limit + 1
+			break
+		}
+	}
+	if n.Anchor != "" {
+		anchored[n] = s
+	}
+	return s
+}
+
+// OutputLimitError is a function output over one of OutputLimits, or one
+// whose results take the render over its ResultBudget (Render).
 type OutputLimitError struct {
 	Function string // the function's image or exec command
-	What     string // "items", "results", "YAML nodes", "levels of nesting"
+	What     string // "items", "results", "YAML nodes", "levels of nesting", "bytes of results"
 	Limit    int
 	Setting  string // the KPTR_* variable that sets it, "" when none
+	Render   bool   // the limit is the render's ResultBudget
 }
 
 // Error is "output has more than N <what> (<setting>)"; the render's error
 // summary puts the package and the function before it, kpt's error line
 // (Error.Message) the function.
 func (e *OutputLimitError) Error() string {
+	if e.Render {
+		return fmt.Sprintf("output takes the render's functions over %d %s in all (%s)", e.Limit, e.What, e.Setting)
+	}
 	s := fmt.Sprintf("output has more than %d %s", e.Limit, e.What)
 	if e.What == "YAML nodes" {
 		s += " (aliases expanded)"

@@ -309,6 +309,14 @@ func (r *renderer) doFunction(st *fnStep, pn *pkgNode, input []*yaml.RNode, fnCo
 	if kerr := kptv1.AreKRM(output); kerr != nil {
 		return nil, fmt.Errorf("output resource list must contain only KRM resources: %s", kerr.Error())
 	}
+	if err := r.held.charge(r.opts.Results, rlResults); err != nil {
+		// over the render's budget: failed as a function over its own limit
+		err.(*OutputLimitError).Function = st.name()
+		r.results.ExitCode = 1
+		fr.ExitCode = 1
+		r.results.Items = append(r.results.Items, *fr)
+		return nil, err
+	}
 	results, rerr := parseResults(rlResults)
 	if rerr != nil {
 		return nil, rerr
@@ -322,7 +330,11 @@ func (r *renderer) doFunction(st *fnStep, pn *pkgNode, input []*yaml.RNode, fnCo
 		return nil, ee
 	}
 	fr.ExitCode = 0
-	r.results.Items = append(r.results.Items, *fr)
+	kept := *fr
+	if r.opts.FailedResultsOnly {
+		kept.Results = nil // printed (runFunction), not kept
+	}
+	r.results.Items = append(r.results.Items, kept)
 	return output, nil
 }
 

@@ -143,3 +143,88 @@ func TestPrintable(t *testing.T) {
 		}
 	}
 }
+
+// One results budget for the whole render (issue 30: each function within
+// KPTR_FN_MAX_RESULTS, 40 of them took kptr to 3 GB): the function whose
+// results take the render over the budget fails, named, with the setting,
+// and the package keeps its resources; results whose aliases expand past
+// the bytes budget are counted as expanded. generate's FailedResultsOnly
+// keeps no passing function's results, but counts them.
+func TestRenderResultBudget(t *testing.T) {
+	fake := &fakeResolver{fx: fnimage.Binary(t, "hostile"), fail: map[string]error{}, images: map[string][]string{
+		"gcr.io/x/r1:v1":   {"results", "100"},
+		"gcr.io/x/r2:v1":   {"results", "100"},
+		"gcr.io/x/r3:v1":   {"results", "100"},
+		"gcr.io/x/lol:v1":  {"laughresults", "5"},
+		"gcr.io/x/fail:v1": {"exit", "1"},
+	}}
+	render := func(fns string, opts Options) (*Output, error, string) {
+		dir := writeTree(t, map[string]string{
+			"Kptfile": kptfile("app", "pipeline:\n  validators:\n"+fns),
+			"cm.yaml": fmt.Sprintf(cm, "x"),
+		})
+		before := snapshot(t, dir)
+		var stderr bytes.Buffer
+		opts.Resolver, opts.Runner, opts.Stderr = fake, runtime.Host{}, &stderr
+		out, err := Render(context.Background(), dir, opts)
+		after := snapshot(t, dir)
+		delete(before, "Kptfile")
+		delete(after, "Kptfile")
+		if !equalTrees(before, after) {
+			t.Errorf("the package changed:\n%v", after)
+		}
+		return out, err, stderr.String()
+	}
+	three := "    - image: gcr.io/x/r1:v1\n    - image: gcr.io/x/r2:v1\n    - image: gcr.io/x/r3:v1\n"
+	for _, c := range []struct {
+		name   string
+		fns    string
+		budget ResultBudget
+		want   string
+	}{
+		{"count", three, ResultBudget{MaxResults: 250}, "render .: gcr.io/x/r3:v1: output takes the render's functions over 250 results in all (KPTR_MAX_RESULTS)"},
+		{"bytes", three, ResultBudget{MaxBytes: 3000}, "render .: gcr.io/x/r2:v1: output takes the render's functions over 3000 bytes of results in all (KPTR_MAX_RESULT_BYTES)"},
+		{"aliases", "    - image: gcr.io/x/lol:v1\n", ResultBudget{MaxBytes: 100_000}, "render .: gcr.io/x/lol:v1: output takes the render's functions over 100000 bytes of results in all (KPTR_MAX_RESULT_BYTES)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err, transcript := render(c.fns, Options{Results: c.budget})
+			if err == nil || err.Error() != c.want {
+				t.Fatalf("got %v, want %s\n%.2000s", err, c.want, transcript)
+			}
+			var le *OutputLimitError
+			if !errors.As(err, &le) || !le.Render {
+				t.Errorf("%v is not the render's *OutputLimitError", err)
+			}
+		})
+	}
+	// within the budget: three functions' 300 results are all kept
+	out, err, _ := render(three, Options{Results: ResultBudget{MaxResults: 300}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := countKept(out.Results); n != 300 {
+		t.Errorf("%d results kept, want 300", n)
+	}
+	// generate's way: the failed function's results alone
+	dir := t.TempDir()
+	_, err, _ = render(three+"    - image: gcr.io/x/fail:v1\n", Options{Output: OutputMemory, FailedResultsOnly: true, ResultsDir: dir})
+	if err == nil {
+		t.Fatal("the failing function did not fail the render")
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "results.yaml"))
+	if strings.Contains(string(b), "message: m0") || !strings.Contains(string(b), "exitCode: 1") {
+		t.Errorf("results.yaml keeps a passing function's results or lacks the failure:\n%.1000s", b)
+	}
+	_, err, _ = render(three, Options{Output: OutputMemory, FailedResultsOnly: true, Results: ResultBudget{MaxResults: 250}})
+	if err == nil || !strings.Contains(err.Error(), "KPTR_MAX_RESULTS") {
+		t.Errorf("results not kept escaped the budget: %v", err)
+	}
+}
+
+func countKept(rl *ResultList) int {
+	n := 0
+	for _, it := range rl.Items {
+		n += len(it.Results)
+	}
+	return n
+}

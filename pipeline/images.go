@@ -33,7 +33,7 @@ func images(fsys *pkgFS, opts *Options) ([]string, error) {
 	seen := map[string]bool{}
 	// through the package's root: a Kptfile linked from outside the
 	// package is an error, a linked directory is not walked
-	err := fs.WalkDir(fsys.root.FS(), ".", func(name string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(fsys.files, ".", func(name string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}

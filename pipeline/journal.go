@@ -247,6 +247,8 @@ func (e *refusedJournalError) Error() string {
 // recover is recovery for a writer: an uncommitted staging area (no
 // journal) is removed, a committed journal rolled forward.
 func (w *pkgWriter) recover() error {
+	w.files.Forget() // as in commit
+	defer w.files.Forget()
 	st, err := w.root.Lstat(txDirName)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -424,6 +426,10 @@ func (w *pkgWriter) checkNoLinkOnWay(dst string, lastMayBeLink bool) error {
 // deletes atomically, as the package comment above describes. Unchanged
 // files are not rewritten. Every path is checked before anything is staged.
 func (w *pkgWriter) commit(files map[string][]byte, deletes []string) error {
+	// the transaction directory and the package's directories change:
+	// no directory held for reading may answer for its old self
+	w.files.Forget()
+	defer w.files.Forget()
 	ops, err := w.stage(files, deletes)
 	if err != nil || len(ops) == 0 {
 		return err

@@ -68,6 +68,13 @@ type Options struct {
 	// items, results, YAML nodes (aliases expanded), nesting depth. Zero
 	// fields mean the defaults (DefaultMaxItems...).
 	Limits OutputLimits
+	// Results bound the results the whole render holds, over all its
+	// functions (zero fields: DefaultMaxRenderResults...).
+	Results ResultBudget
+	// FailedResultsOnly keeps the results of failed functions alone in
+	// Output.Results, results.yaml and the render status (generate, which
+	// reports only those); the budget counts every function's all the same.
+	FailedResultsOnly bool
 	// PkgLimits bound what is read from the package tree's files: bytes
 	// and YAML nodes, measured before decoding. Zero fields mean the
 	// defaults (DefaultMaxPackageBytes...).

@@ -71,7 +71,7 @@ func (p *pkgNode) subpackages(root *pkgNode) ([]*pkgNode, error) {
 	// kpt's pkg.Subpackages walks with filepath.Walk: a symlinked
 	// directory is never descended into
 	var dirs []string
-	err := fs.WalkDir(p.fs.root.FS(), p.name(), func(name string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(p.fs.files, p.name(), func(name string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -81,7 +81,7 @@ func (p *pkgNode) subpackages(root *pkgNode) ([]*pkgNode, error) {
 		if d.Name() == ".git" {
 			return filepath.SkipDir
 		}
-		if _, err := p.fs.root.Stat(path.Join(name, kptv1.KptFileName)); err == nil {
+		if _, err := p.fs.files.Stat(path.Join(name, kptv1.KptFileName)); err == nil {
 			dirs = append(dirs, name)
 			return filepath.SkipDir
 		}

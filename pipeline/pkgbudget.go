@@ -44,13 +44,7 @@ const (
 )
 
 func (l PackageLimits) withDefaults() PackageLimits {
-	if l.MaxBytes <= 0 {
-		l.MaxBytes = DefaultMaxPackageBytes
-	}
-	if l.MaxNodes <= 0 {
-		l.MaxNodes = DefaultMaxPackageNodes
-	}
-	return l
+	return PackageLimits{MaxBytes: orDefault(l.MaxBytes, DefaultMaxPackageBytes), MaxNodes: orDefault(l.MaxNodes, DefaultMaxPackageNodes)}
 }
 
 // PackageLimitError is a package file that does not fit PackageLimits.

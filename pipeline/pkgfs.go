@@ -12,6 +12,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/kptr-dev/kptr/internal/dirfs"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
@@ -31,6 +32,9 @@ import (
 type pkgFS struct {
 	dir  string // absolute, cleaned
 	root *os.Root
+	// files reads through root at a cost that does not grow with a name's
+	// depth (dirfs): every read, stat and walk goes through it
+	files *dirfs.FS
 
 	budgetOnce sync.Once
 	budget     *packageBudget // what the package reader may still read (pkgbudget.go)
@@ -68,10 +72,13 @@ func openPkgFS(dir string) (*pkgFS, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &pkgFS{dir: dir, root: r}, nil
+	return &pkgFS{dir: dir, root: r, files: dirfs.New(r)}, nil
 }
 
-func (p *pkgFS) Close() error { return p.root.Close() }
+func (p *pkgFS) Close() error {
+	p.files.Close()
+	return p.root.Close()
+}
 
 func (p *pkgFS) abs(name string) string { return filepath.Join(p.dir, filepath.FromSlash(name)) }
 
@@ -185,7 +192,7 @@ func (p *pkgFS) Open(name string) (fs.File, error) {
 }
 
 func (p *pkgFS) open(name string) (*os.File, error) {
-	f, err := p.root.OpenFile(name, os.O_RDONLY|nonBlock, 0)
+	f, err := p.files.OpenFile(name, os.O_RDONLY|nonBlock, 0)
 	if err != nil {
 		err = p.explain(name, err)
 		// worded as os.Open words it (kpt's messages quote it)
@@ -276,7 +283,7 @@ func (k kyamlFS) stat(abs string) (fs.FileInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	return k.p.root.Stat(n)
+	return k.p.files.Stat(n)
 }
 
 func (k kyamlFS) IsDir(abs string) bool {
@@ -294,7 +301,7 @@ func (k kyamlFS) ReadDir(abs string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	ents, err := fs.ReadDir(k.p.root.FS(), n)
+	ents, err := k.p.files.ReadDir(n)
 	names := make([]string, len(ents))
 	for i, e := range ents {
 		names[i] = e.Name()
@@ -339,7 +346,7 @@ func (k kyamlFS) Walk(abs string, fn filepath.WalkFunc) error {
 	if err != nil {
 		return err
 	}
-	return fs.WalkDir(k.p.root.FS(), n, func(name string, d fs.DirEntry, err error) error {
+	return fs.WalkDir(k.p.files, n, func(name string, d fs.DirEntry, err error) error {
 		var info fs.FileInfo
 		if d != nil {
 			if i, ierr := d.Info(); ierr == nil {

@@ -210,3 +210,58 @@ func TestReadsStayInPackage(t *testing.T) {
 		})
 	}
 }
+
+// Reading a package tree costs a few name lookups a directory, whatever its
+// depth (issue 30: a package 1,000 directories deep took 10.8 s of CPU,
+// each lookup resolving every component of its path from the package's
+// root): finding the subpackages, reading the package's files (kyaml's walk,
+// its Kptfile and .krmignore lookups) and listing its images.
+func TestPackageWalkLinearInDepth(t *testing.T) {
+	const levels = 1000
+	dir := writeTree(t, map[string]string{
+		"Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n",
+		"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n",
+	})
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < levels; i++ { // made from each parent: by path, making them is quadratic too
+		if err := r.Mkdir("d", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		next, err := r.OpenRoot("d")
+		r.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = next
+	}
+	if err := r.WriteFile("deep.yaml", []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: deep\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	fsys, err := openPkgFS(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fsys.Close()
+	pn := &pkgNode{fs: fsys, dir: dir, rel: ".", display: "app"}
+	if err := pn.loadKptfile(); err != nil {
+		t.Fatal(err)
+	}
+	if subs, err := pn.subpackages(pn); err != nil || len(subs) != 0 {
+		t.Fatalf("subpackages: %v, %v", subs, err)
+	}
+	nodes, err := pn.localResources()
+	if err != nil || len(nodes) != 3 {
+		t.Fatalf("localResources: %d resources, %v; want 3 (the Kptfile, cm.yaml, the deepest directory's deep.yaml)", len(nodes), err)
+	}
+	if _, err := images(fsys, &Options{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d name components resolved for %d levels", fsys.files.Components, levels)
+	if per := fsys.files.Components / levels; per > 20 {
+		t.Errorf("%d name components resolved for %d levels (%d a level): a lookup grows with the depth of its name", fsys.files.Components, levels, per)
+	}
+}

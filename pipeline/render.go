@@ -25,6 +25,7 @@ type renderer struct {
 	fs      *pkgFS     // the root package's files; every read goes through it
 	writer  *pkgWriter // in place: fs, locked from the first read to the commit
 	results *ResultList
+	held    resultsHeld // what results holds, against opts.Results
 
 	mutationSteps, validationSteps []kptv1.PipelineStepResult
 	failedStep                     *kptv1.PipelineStepResult

@@ -31,21 +31,29 @@ const fetchAheadJobs = 4
 
 // aheadFetch is one image fetched ahead: done is closed once b and err are set.
 type aheadFetch struct {
+	ref  string
 	ctx  context.Context // the render's: ended, the fetch is no outcome
 	done chan struct{}
 	b    cache.Bundle
 	err  error
 }
 
-// fetchAhead is lazyEnv's state of the fetches ahead.
+// fetchAhead is lazyEnv's state of the fetches ahead. They start in the
+// order they were asked for (the pipeline's), fetchAheadJobs at a time, so
+// the first function's image is never queued behind a later one's; a fetch
+// whose render has ended by its turn in the queue is not started (issue
+// 30: a render that stopped at its first function went on pulling the
+// later images, which kpt never pulls), and one under way ends with the
+// render (its context).
 type fetchAhead struct {
 	mu      sync.Mutex
 	fetches map[string]*aheadFetch // by reference; removed by the turn that takes it
 	asked   map[string]bool        // each reference is fetched ahead once
-	jobs    chan struct{}
+	queue   []*aheadFetch          // asked for, not started
+	workers int                    // goroutines taking from queue
 }
 
-// Fetch starts pulling ref in the background (pipeline.Fetcher) and
+// Fetch queues ref for pulling in the background (pipeline.Fetcher) and
 // returns at once: the cache and the sandbox open (init) in the background
 // too, as for a preparation ahead, so a warm render's start does not wait
 // for them here. When they cannot be opened nothing is pulled: the turn's
@@ -53,31 +61,45 @@ type fetchAhead struct {
 func (l *lazyEnv) Fetch(ctx context.Context, ref string) {
 	fa := &l.ahead
 	fa.mu.Lock()
+	defer fa.mu.Unlock()
 	if fa.asked[ref] {
-		fa.mu.Unlock()
 		return
 	}
 	if fa.asked == nil {
 		fa.asked, fa.fetches = map[string]bool{}, map[string]*aheadFetch{}
-		fa.jobs = make(chan struct{}, fetchAheadJobs)
 	}
-	f := &aheadFetch{ctx: ctx, done: make(chan struct{})}
+	f := &aheadFetch{ref: ref, ctx: ctx, done: make(chan struct{})}
 	fa.asked[ref], fa.fetches[ref] = true, f
-	fa.mu.Unlock()
-	go func() {
-		defer close(f.done)
-		if f.err = l.init(); f.err != nil {
+	fa.queue = append(fa.queue, f)
+	if fa.workers < fetchAheadJobs {
+		fa.workers++
+		go l.fetchWorker()
+	}
+}
+
+// fetchWorker fetches queued images, oldest first, until the queue is empty.
+func (l *lazyEnv) fetchWorker() {
+	fa := &l.ahead
+	for {
+		fa.mu.Lock()
+		if len(fa.queue) == 0 {
+			fa.workers--
+			fa.mu.Unlock()
 			return
 		}
-		select {
-		case fa.jobs <- struct{}{}:
-			defer func() { <-fa.jobs }()
-		case <-ctx.Done():
-			f.err = ctx.Err()
-			return
+		f := fa.queue[0]
+		fa.queue[0] = nil
+		fa.queue = fa.queue[1:]
+		fa.mu.Unlock()
+		f.err = f.ctx.Err() // the render ended before its turn: never started
+		if f.err == nil {
+			f.err = l.init()
 		}
-		f.b, f.err = l.c.Resolve(ctx, ref)
-	}()
+		if f.err == nil {
+			f.b, f.err = l.c.Resolve(f.ctx, f.ref)
+		}
+		close(f.done)
+	}
 }
 
 // resolve is the cache's Resolve for a function's turn: the outcome of the

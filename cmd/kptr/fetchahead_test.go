@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -126,5 +127,94 @@ func TestFetchAheadFailuresAtTheirTurn(t *testing.T) {
 				t.Errorf("the function before the missing image did not run:\n%s", errs)
 			}
 		})
+	}
+}
+
+// A render that stops at its first function's failure needs none of the
+// later images, and kpt would never pull them (issue 30 item 8: kptr's
+// fetch ahead still pulled them, six connections to two hosts). The
+// registry holds every manifest request of a later image until its client
+// gives up: the pulls ahead under way when the render ends are cancelled
+// with it, the ones not yet started (fetchAheadJobs at a time) are never
+// asked for, and the first function's own image is fetched first whatever
+// else is queued (it was queued behind them by chance: five renders
+// make that chance small to miss).
+func TestFetchAheadEndsWithTheRender(t *testing.T) {
+	const later, renders = 12, 5
+	type req struct {
+		repo      string
+		at        time.Time     // when it arrived
+		cancelled chan struct{} // closed when the client gave up
+	}
+	var (
+		mu   sync.Mutex
+		held []req
+	)
+	inner := ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0)))
+	var armed atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		repo, _, ok := strings.Cut(strings.TrimPrefix(r.URL.Path, "/v2/"), "/manifests/")
+		if ok && armed.Load() && strings.HasPrefix(repo, "fn/later-") {
+			q := req{repo: repo, at: time.Now(), cancelled: make(chan struct{})}
+			mu.Lock()
+			held = append(held, q)
+			mu.Unlock()
+			select {
+			case <-r.Context().Done():
+				close(q.cancelled)
+				return
+			case <-time.After(10 * time.Second):
+			}
+		}
+		inner.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	fx := host + "/fn/kptr-fx:v1"
+	fnimage.Push(t, fnimage.Build(t, "kptr-fx"), fx)
+	cat := fnimage.Build(t, "cat")
+	mutators := "    - image: " + fx + "\n      configMap:\n        op: crash\n        code: \"1\"\n        message: boom\n"
+	for i := range later {
+		ref := fmt.Sprintf("%s/fn/later-%d:v1", host, i)
+		fnimage.Push(t, cat, ref)
+		mutators += "    - image: " + ref + "\n"
+	}
+	armed.Store(true)
+	dir := filepath.Join(t.TempDir(), "app")
+	writeTree(t, dir, map[string]string{
+		"Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators:\n" + mutators,
+		"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n",
+	})
+	for range renders {
+		mu.Lock()
+		held = nil
+		mu.Unlock()
+		start := time.Now()
+		code, _, errs := runKptr(t, "fn", "render", dir, "--cache-dir", t.TempDir(), "--sandbox", "none", "--progress", "none")
+		if code != 1 || !strings.Contains(errs, "boom") {
+			t.Fatalf("exit %d, want 1 naming the first function's failure:\n%s", code, errs)
+		}
+		if d := time.Since(start); d > 8*time.Second {
+			t.Errorf("the render took %s: its first function's image waited behind the later ones", d.Round(time.Millisecond))
+		}
+		ended := time.Now()
+		// a request that arrives now was started after the render ended
+		time.Sleep(500 * time.Millisecond)
+		mu.Lock()
+		reqs := slices.Clone(held)
+		mu.Unlock()
+		if len(reqs) > fetchAheadJobs {
+			t.Errorf("%d later images asked for: more than fetchAheadJobs (%d) at once", len(reqs), fetchAheadJobs)
+		}
+		for _, q := range reqs {
+			if q.at.After(ended) {
+				t.Errorf("%s was asked for %s after the render ended", q.repo, q.at.Sub(ended))
+			}
+			select {
+			case <-q.cancelled:
+			default:
+				t.Errorf("the pull of %s was still under way 500 ms after the render ended", q.repo)
+			}
+		}
 	}
 }

@@ -323,6 +323,7 @@ func (g *globals) baseOptions(ctx context.Context) (pipeline.Options, *lazyEnv) 
 		AllowWasm:   g.allowWasm,
 		MaxOutput:   maxOut,
 		Limits:      g.outputLimits(),
+		Results:     g.resultBudget(),
 		PkgLimits:   g.packageLimits(),
 		ImagePrefix: g.prefix(),
 		Timeout:     g.fnTimeout,

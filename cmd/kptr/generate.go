@@ -329,10 +329,13 @@ func renderForGenerate(ctx context.Context, g *globals, p *policy, dir string) (
 		Timeout:      g.fnTimeout,
 		MaxOutput:    maxOut,
 		Limits:       g.outputLimits(),
+		Results:      g.resultBudget(),
 		PkgLimits:    g.packageLimits(),
-		Stderr:       transcript,
-		Output:       pipeline.OutputMemory,
-		ResultsDir:   resultsDir,
+		// only the failed function's results are reported (failedFunctionDetail)
+		FailedResultsOnly: true,
+		Stderr:            transcript,
+		Output:            pipeline.OutputMemory,
+		ResultsDir:        resultsDir,
 	})
 	if err != nil {
 		msg := err.Error()

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -320,7 +321,7 @@ func (g *globals) checkSettings(fs *pflag.FlagSet) error {
 			}
 		}
 	}
-	for _, name := range append(outputLimitVars, packageLimitVars...) {
+	for _, name := range slices.Concat(outputLimitVars, resultBudgetVars, packageLimitVars) {
 		if v := strings.TrimSpace(g.getenv(name)); on("fn-timeout") && v != "" {
 			if n, err := strconv.Atoi(v); err != nil || n < 0 {
 				return usageError("%s: want a whole number (0 for the default), got %q", name, v)
@@ -351,6 +352,19 @@ func (g *globals) checkSettings(fs *pflag.FlagSet) error {
 // outputLimitVars set pipeline.OutputLimits: what kptr reads from one
 // function's stdout beyond its size in bytes (0 or unset: the default).
 var outputLimitVars = []string{"KPTR_FN_MAX_ITEMS", "KPTR_FN_MAX_RESULTS", "KPTR_FN_MAX_NODES"}
+
+// resultBudgetVars set pipeline.ResultBudget: the results one render holds
+// over all its functions (0 or unset: the default).
+var resultBudgetVars = []string{"KPTR_MAX_RESULTS", "KPTR_MAX_RESULT_BYTES"}
+
+// resultBudget reads resultBudgetVars (checkSettings has validated them).
+func (g *globals) resultBudget() pipeline.ResultBudget {
+	n := func(name string) int {
+		v, _ := strconv.Atoi(strings.TrimSpace(g.getenv(name)))
+		return v
+	}
+	return pipeline.ResultBudget{MaxResults: n("KPTR_MAX_RESULTS"), MaxBytes: int64(n("KPTR_MAX_RESULT_BYTES"))}
+}
 
 // packageLimitVars set pipeline.PackageLimits: what kptr reads from the
 // files of the package tree it renders (0 or unset: the default).

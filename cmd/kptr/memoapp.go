@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/internal/dirfs"
 	"github.com/kptr-dev/kptr/memo"
 	"github.com/kptr-dev/kptr/pipeline"
 	"github.com/kptr-dev/kptr/runtime"
@@ -61,7 +62,9 @@ func (g *globals) openAppMemo(ctx context.Context, p *policy, dir string) *appMe
 		return nil
 	}
 	allow := &allowListResolver{patterns: p.AllowedImages}
-	k, st := g.wholeKey(ctx, "generate", root.FS(), images, allow.check)
+	files := dirfs.New(root)
+	defer files.Close()
+	k, st := g.wholeKey(ctx, "generate", files, images, allow.check)
 	if k == nil {
 		return nil
 	}
@@ -114,6 +117,7 @@ func (g *globals) wholeKey(ctx context.Context, kind string, fsys fs.FS, images 
 	k.Str("fn-timeout", g.fnTimeout.String())
 	k.Str("fn-max-output", g.getenv("KPTR_FN_MAX_OUTPUT"))
 	k.Str("output-limits", fmt.Sprintf("%+v", g.outputLimits()))
+	k.Str("result-budget", fmt.Sprintf("%+v", g.resultBudget()))
 	k.Str("package-limits", fmt.Sprintf("%+v", g.packageLimits()))
 	k.Str("variant", g.memoVariant())
 	if g.sigPolicy != nil {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/kptr-dev/kptr/internal/dirfs"
 	"github.com/kptr-dev/kptr/memo"
 	"github.com/kptr-dev/kptr/pipeline"
 )
@@ -53,7 +54,9 @@ func (g *globals) renderMemo(ctx context.Context, allowExec, allowNetwork bool, 
 
 // Lookup keys the package pkg holds and returns its record, if any.
 func (m *renderMemo) Lookup(pkg *os.Root, images []string) (*pipeline.Outcome, bool) {
-	k, st := m.g.wholeKey(m.ctx, "render", pkg.FS(), images, nil)
+	files := dirfs.New(pkg)
+	defer files.Close()
+	k, st := m.g.wholeKey(m.ctx, "render", files, images, nil)
 	if k == nil {
 		return nil, false
 	}

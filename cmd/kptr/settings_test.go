@@ -58,7 +58,7 @@ func TestEverySettingRefusesNonsense(t *testing.T) {
 			})
 			var envOnly []string
 			if applies(c.Flags(), "fn-timeout") {
-				envOnly = append(append([]string{"KPTR_FN_MAX_OUTPUT"}, outputLimitVars...), packageLimitVars...)
+				envOnly = slices.Concat([]string{"KPTR_FN_MAX_OUTPUT"}, outputLimitVars, resultBudgetVars, packageLimitVars)
 			}
 			if applies(c.Flags(), "sandbox") {
 				envOnly = append(envOnly, envOnlyBools...)

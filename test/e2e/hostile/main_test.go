@@ -377,7 +377,8 @@ type result struct {
 	argv           []string
 	stdout, stderr string
 	code           int
-	maxRSS         int64 // peak resident set of the kptr process (and its waited children), bytes
+	maxRSS         int64         // peak resident set of the kptr process (and its waited children), bytes
+	cpu            time.Duration // user and system CPU time of the kptr process (and its waited children)
 	elapsed        time.Duration
 }
 
@@ -458,7 +459,8 @@ func (h *harness) kptr(t *testing.T, c call) *result {
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		r.maxRSS = ru.Maxrss << 10
 	}
-	t.Logf("%s: exit %d in %s, peak RSS %d MiB", strings.Join(c.args, " "), r.code, r.elapsed.Round(time.Millisecond), r.maxRSS>>20)
+	r.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	t.Logf("%s: exit %d in %s (CPU %s), peak RSS %d MiB", strings.Join(c.args, " "), r.code, r.elapsed.Round(time.Millisecond), r.cpu.Round(time.Millisecond), r.maxRSS>>20)
 	return r
 }
 
@@ -503,6 +505,16 @@ func (r *result) rssBelow(t *testing.T, limit int64) *result {
 	t.Helper()
 	if r.maxRSS >= limit {
 		t.Errorf("peak RSS %d MiB, want below %d MiB", r.maxRSS>>20, limit>>20)
+	}
+	return r
+}
+
+// cpuBelow asserts the CPU time kptr spent (user and system): unlike the
+// wall time, what other processes on the machine do barely changes it.
+func (r *result) cpuBelow(t *testing.T, d time.Duration) *result {
+	t.Helper()
+	if r.cpu >= d {
+		t.Errorf("%s of CPU, want below %s", r.cpu.Round(time.Millisecond), d)
 	}
 	return r
 }

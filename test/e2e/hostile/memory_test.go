@@ -125,3 +125,46 @@ func TestOutputHeldOnce(t *testing.T) {
 		h.sentinelsUnchanged(t)
 	})
 }
+
+// One results budget for the whole render (issue 30 item 4): each of 40
+// functions prints 45,000 results, under KPTR_FN_MAX_RESULTS, and kptr held
+// them all (3.01 GB in fn render, 2.22 GB in generate, which never prints
+// them). The function that takes the render past KPTR_MAX_RESULTS (100,000)
+// fails with one line naming it and the setting, exit 1, under 1 GiB; a
+// render just within the budget (90,000 results) writes them into the
+// Kptfile's render status, and generate, which keeps only a failed
+// function's results, under 1 GiB too.
+func TestResultBudgetAcrossFunctions(t *testing.T) {
+	validators := func(n int) string {
+		return plainKptfile + "pipeline:\n  validators:\n" + strings.Repeat("    - exec: hostile results 45000\n", n)
+	}
+	forEachIdentity(t, func(t *testing.T, h *harness) {
+		many := h.pkg(t, "many", map[string]string{"Kptfile": validators(40), "cm.yaml": configMap("cm")})
+		within := h.pkg(t, "within", map[string]string{"Kptfile": validators(2), "cm.yaml": configMap("cm")})
+		h.sentinel(t, filepath.Join(h.base, "outside"))
+		for _, c := range []call{
+			{args: []string{"fn", "render", many, "--allow-exec"}},
+			{args: []string{"generate"}, dir: many, env: []string{"KPTR_ALLOW_EXEC=true"}},
+		} {
+			c.timeout, c.discard = 3*time.Minute, true
+			r := h.kptr(t, c).exits(t, 1).says(t, "hostile results 45000", "over 100000 results in all (KPTR_MAX_RESULTS)").rssBelow(t, 1<<30)
+			if c.args[0] == "generate" && strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+				t.Errorf("generate: want one line, got\n%s", tail(r.stderr))
+			}
+		}
+		if got := tree(t, many)["cm.yaml"]; got != configMap("cm") {
+			t.Errorf("cm.yaml changed:\n%s", got)
+		}
+		for _, c := range []call{
+			{args: []string{"fn", "render", within, "--allow-exec"}},
+			{args: []string{"generate"}, dir: within, env: []string{"KPTR_ALLOW_EXEC=true"}},
+		} {
+			c.timeout, c.discard = 3*time.Minute, true
+			h.kptr(t, c).exits(t, 0).rssBelow(t, 1<<30)
+		}
+		if got := tree(t, within)["Kptfile"]; strings.Count(got, "message: m") != 90_000 {
+			t.Errorf("the render status holds %d results, want 90000", strings.Count(got, "message: m"))
+		}
+		h.sentinelsUnchanged(t)
+	})
+}
