@@ -82,6 +82,9 @@ type Settings struct {
 	// cache), checked by Open for a tier that needs something of it
 	// (ImageDirChecker); "" skips the check.
 	ImageDir string
+	// CompileCache is where a tier keeps the code it compiles (see
+	// WithCompileCache); "" keeps it in memory only.
+	CompileCache string
 
 	tier []func(any)
 }

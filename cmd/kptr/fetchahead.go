@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/bundle"
 )
 
 // Fetching a render's images ahead (pipeline.Fetcher). fn render asks, once
@@ -33,7 +33,7 @@ const fetchAheadJobs = 4
 type aheadFetch struct {
 	ctx  context.Context // the render's: ended, the fetch is no outcome
 	done chan struct{}
-	b    cache.Bundle
+	b    bundle.Bundle
 	err  error
 }
 
@@ -86,7 +86,7 @@ func (l *lazyEnv) Fetch(ctx context.Context, ref string) {
 // outcome while this turn's context is live: the turn pulls itself. A turn
 // whose own context ends while it waits resolves as it would have (the
 // cache's Resolve on an ended context).
-func (l *lazyEnv) resolve(ctx context.Context, ref string) (cache.Bundle, error) {
+func (l *lazyEnv) resolve(ctx context.Context, ref string) (bundle.Bundle, error) {
 	fa := &l.ahead
 	fa.mu.Lock()
 	f := fa.fetches[ref]

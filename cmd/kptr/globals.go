@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/imageref"
 	"github.com/kptr-dev/kptr/pipeline"
 
 	"github.com/kptr-dev/kptr/runtime"
@@ -130,7 +131,7 @@ func (g *globals) settings() []settingGroup {
 			fs.StringVar(&g.progress, "progress", envOr(env("KPTR_PROGRESS"), "auto"), "auto (bars on a terminal), plain (log lines) or none (KPTR_PROGRESS)")
 		}},
 		{scopeNames, func(fs *pflag.FlagSet) {
-			fs.StringVar(&g.imagePrefix, "image-prefix", envOr(env("KPT_IMAGE_PREFIX"), cache.DefaultImagePrefix), "prefix for image names without a '/'; '' for none (KPT_IMAGE_PREFIX)")
+			fs.StringVar(&g.imagePrefix, "image-prefix", envOr(env("KPT_IMAGE_PREFIX"), imageref.DefaultPrefix), "prefix for image names without a '/'; '' for none (KPT_IMAGE_PREFIX)")
 		}},
 		{scopeRun, func(fs *pflag.FlagSet) {
 			fs.DurationVar(&g.fnTimeout, "fn-timeout", envDuration(env("KPTR_FN_TIMEOUT"), 5*time.Minute), "time limit of one function run (KPTR_FN_TIMEOUT)")
@@ -272,7 +273,7 @@ func (g *globals) checkSettings(fs *pflag.FlagSet) error {
 		return usageError("%s: %v", from("image-pull-policy", "KPTR_IMAGE_PULL_POLICY"), err)
 	}
 	for _, m := range g.mirrors {
-		if _, err := cache.ParseMirror(m); on("mirror") && err != nil {
+		if _, err := imageref.ParseMirror(m); on("mirror") && err != nil {
 			return usageError("%s: %v", from("mirror", "KPTR_MIRRORS"), err)
 		}
 	}
@@ -435,7 +436,7 @@ func splitList(s string) []string {
 // --image-prefix means no prefix at all.
 func (g *globals) prefix() string {
 	if g.imagePrefix == "" {
-		return cache.NoImagePrefix
+		return imageref.NoPrefix
 	}
 	return g.imagePrefix
 }

@@ -11,11 +11,14 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/kptr-dev/kptr/runtime"
+
 	"github.com/spf13/cobra"
 
+	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/imageref"
 	"github.com/kptr-dev/kptr/pipeline"
-	"github.com/kptr-dev/kptr/runtime/wasm"
 )
 
 // `kptr prewarm` fills the image cache ahead of time, so that the first
@@ -90,10 +93,8 @@ or a tar stream for kptr cache import on an air-gapped machine.`,
 			if b.Wasm == "" {
 				continue
 			}
-			if cp, ok := g.wasmRunner().(interface {
-				Compile(context.Context, cache.Bundle) (wasm.ABI, error)
-			}); ok {
-				if _, err := cp.Compile(ctx, b); err != nil {
+			if cp, ok := g.wasmRunner().(runtime.Compiler); ok {
+				if err := cp.Precompile(ctx, b); err != nil {
 					return fmt.Errorf("%s: %w", refs[i], err)
 				}
 			}
@@ -144,7 +145,7 @@ func prewarmRefs(dirs, images []string, prefix string, c *cache.Cache) ([]string
 		}
 	}
 	for _, img := range images {
-		seen[pipeline.ImageName(img, prefix, true)] = true
+		seen[imageref.Name(img, prefix, true)] = true
 	}
 	out := make([]string, 0, len(seen))
 	for r := range seen {
@@ -178,8 +179,8 @@ func readImagesFile(p string) ([]string, error) {
 
 // pullAll resolves refs (pull, verify, unpack) with at most jobs in flight.
 // Every failure is reported; the first one's exit code wins.
-func pullAll(ctx context.Context, c *cache.Cache, refs []string, jobs int) ([]cache.Bundle, error) {
-	bundles := make([]cache.Bundle, len(refs))
+func pullAll(ctx context.Context, c *cache.Cache, refs []string, jobs int) ([]bundle.Bundle, error) {
+	bundles := make([]bundle.Bundle, len(refs))
 	errs := make([]error, len(refs))
 	sem := make(chan struct{}, jobs)
 	var wg sync.WaitGroup
