@@ -57,7 +57,7 @@ func TestCacheCommandsExitCodes(t *testing.T) {
 		{[]string{"cache", "pull", "--offline", "gcr.io/kpt-fn/set-labels:v0.1.5"}, 3, "gcr.io/kpt-fn/set-labels:v0.1.5: not in the cache (offline)"},
 		{[]string{"cache", "export", "-o", "-", "x"}, 2, "kptr cache export: -o - needs --tar\n"},
 		// a source that does not exist is the user's input error, not the cache's (it was 3)
-		{[]string{"cache", "import", "/nonexistent"}, 2, "kptr cache import: stat /nonexistent: no such file or directory\n"},
+		{[]string{"cache", "import", "/nonexistent"}, 2, "kptr cache import: source /nonexistent: no such file or directory\n"},
 	} {
 		code, _, errs := runKptr(t, append(tc.args, "--cache-dir", dir)...)
 		if code != tc.code || !strings.Contains(errs, tc.want) {
