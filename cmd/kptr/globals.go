@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/fnenv"
 	"github.com/kptr-dev/kptr/imageref"
 	"github.com/kptr-dev/kptr/pipeline"
 
@@ -288,8 +289,8 @@ func (g *globals) checkSettings(fs *pflag.FlagSet) error {
 			return usageError("%s: want a registry HOST[:PORT] (e.g. registry.local:5000), got %s", from("insecure-registry", "KPTR_INSECURE_REGISTRIES"), shown)
 		}
 	}
-	if _, tier := runtime.Lookup(g.sandbox); !tier && g.sandbox != sandboxAuto && g.sandbox != sandboxNone && g.sandbox != "" && on("sandbox") {
-		return usageError("%s: want %s, got %q", from("sandbox", "KPTR_SANDBOX"), sandboxModes(), g.sandbox)
+	if _, err := fnenv.ParseSandbox(g.sandbox, from("sandbox", "KPTR_SANDBOX")); on("sandbox") && err != nil {
+		return err
 	}
 	switch g.memo {
 	case memoOn, memoOff, "":
