@@ -212,7 +212,10 @@ bench-cache: ## cache benchmarks: cold pull vs skopeo+umoci, cached resolve, pea
 bench: bench-cache bench-runtime bench-render bench-argocd ## benchmarks; figures go to BENCHMARKS.md
 
 # Issue 13's benchmarks, side by side in one interleaved loop (test/bench/render):
-# the realistic package (test/bench/pkggen) at 50, 500 and 5,000 resources
+# the realistic package (test/bench/pkggen) at 50, 500 and 5,000 resources,
+# run by the catalog's own functions (-images catalog, the default: the
+# images of -catalog-layout pushed to a local docker-registry under their
+# catalog names, their binaries for exec mode and the functions alone),
 # through kptr, kptr --sandbox none, kpt in exec mode (/usr/bin/kpt when
 # installed, never required) and kpt exec mode through bubblewrap, with the
 # functions alone; the start-up and memo comparisons; then runtime's cold
@@ -284,7 +287,7 @@ ARGOCD_TOOLCHAIN := $(shell sed -n 's,^toolchain \(go[0-9.]*\)$$,\1,p' $(ARGOCD_
 ARGOCD_GOENV := GOTOOLCHAIN=$(ARGOCD_TOOLCHAIN)
 ARGOCD_KEY = $(shell cat $(ARGOCD_DIR)/go.mod $(ARGOCD_DIR)/go.sum $(ARGOCD_DIR)/main.go | sha256sum | cut -c1-16)
 ARGOCD_BIN = $(HOME)/.cache/kptr-test/argocd-$(ARGOCD_VERSION)-$(ARGOCD_KEY)
-ARGOCD_TEST_ENV = KPTR_BIN=$(CURDIR)/$(BIN) ARGOCD_BIN=$(ARGOCD_BIN) $(ARGOCD_GOENV)
+ARGOCD_TEST_ENV = KPTR_BIN=$(CURDIR)/$(BIN) ARGOCD_BIN=$(ARGOCD_BIN) KUSTOMIZE_BIN=$(KUSTOMIZE_BIN) $(ARGOCD_GOENV)
 
 argocd: ## build (or reuse) Argo CD's multi-call binary (argocd-repo-server, argocd-cmp-server) for the end-to-end tests
 	@test -n '$(ARGOCD_VERSION)' -a -n '$(ARGOCD_TOOLCHAIN)' || { echo "make argocd: $(ARGOCD_DIR)/go.mod names no Argo CD version or no toolchain" >&2; exit 2; }
@@ -314,7 +317,7 @@ kustomize: ## build (or reuse) the real kustomize the docker-face tests run
 	  mv $(KUSTOMIZE_BIN).tmp $(KUSTOMIZE_BIN); }
 	@echo "kustomize $(KUSTOMIZE_VERSION): $(KUSTOMIZE_BIN)"
 
-test-argocd: build argocd $(TESTSUM) ## end-to-end: kptr through the real argocd-repo-server and argocd-cmp-server (uid 999, no capabilities), and through argocd-cmp-server alone
+test-argocd: build argocd kustomize $(TESTSUM) ## end-to-end: kptr through the real argocd-repo-server and argocd-cmp-server (uid 999, no capabilities), through argocd-cmp-server alone, and as the docker of the repo-server's built-in kustomize (RuntimeDefault)
 	@set -o pipefail; cd $(ARGOCD_DIR) && $(ARGOCD_TEST_ENV) $(GO) test -json -count=1 -timeout 15m ./... | $(TESTSUM) -suite "Argo CD end-to-end"
 
 bench-argocd: build argocd ## Argo CD render latency through argocd-cmp-server, warm and cold cache

@@ -208,10 +208,14 @@ func countResults(n *yaml.RNode) int {
 }
 
 // cutList is a block ResourceList cut into its header (every top-level
-// line outside `items:`) and its items, nothing decoded yet.
+// line outside `items:`) and its items, nothing decoded yet. indent is the
+// items' indentation: 0 for a compact list, the spaces before each entry's
+// "- " for a wide one (kyaml's encoder before v0.13 writes `items:` so, as
+// the catalog's apply-setters does).
 type cutList struct {
 	header []byte
 	items  []chunk
+	indent int
 }
 
 type chunk struct{ start, end, line int }
@@ -220,12 +224,14 @@ type chunk struct{ start, end, line int }
 // counting the entries of top-level `items:` and `results:` lists as it
 // goes, also in output it does not cut: more than lim allows is an error
 // before a single node is built. A nil cutList (and nil error) means the
-// output is not a block ResourceList with a compact `items:` list, and
-// nothing was decided.
+// output is not a block ResourceList with an `items:` list (compact, or wide:
+// every entry at one indentation, every other line of the list indented at
+// least as far or blank), and nothing was decided.
 func cutResourceList(out []byte, in *encodedList, lim OutputLimits) (*cutList, error) {
 	// cut the output into top-level lines outside `items:` (the header) and items
 	var header []byte
 	var items []chunk
+	indent := 0 // the entries' indentation in a wide items list
 	inItems, seenItems := false, false
 	inResults, results, resultsIndent := false, 0, -1
 	// not ours to cut: only counting goes on
@@ -241,10 +247,28 @@ func cutResourceList(out []byte, in *encodedList, lim OutputLimits) (*cutList, e
 		l := out[pos:end]
 		switch c := l[0]; {
 		case c == ' ' || c == '\n':
-			// continuation of the item or header key above
+			// continuation of the item or header key above, or an entry
+			// of a wide items list
 			if inItems {
-				if len(items) == 0 {
-					declined = true // an indented list: not ours to cut
+				t := bytes.TrimLeft(l, " ")
+				sp := len(l) - len(t)
+				blank := len(t) == 0 || t[0] == '\n'
+				switch {
+				case blank:
+				case len(items) == 0 && isEntry(t):
+					indent = sp
+					items = append(items, chunk{start: pos, line: line})
+				case len(items) == 0 || indent > 0 && (sp < indent || sp == indent && !isEntry(t)):
+					// not an item of the list, a line outside it, or one
+					// between entries (a comment there: whose it is, only a
+					// whole parse says, as at column 0 of a compact list)
+					declined = true
+				case indent > 0 && sp == indent && isEntry(t):
+					items[len(items)-1].end = pos
+					if len(items) == lim.MaxItems {
+						return nil, lim.tooManyItems()
+					}
+					items = append(items, chunk{start: pos, line: line})
 				}
 			} else {
 				header = append(header, l...)
@@ -270,6 +294,9 @@ func cutResourceList(out []byte, in *encodedList, lim OutputLimits) (*cutList, e
 					}
 				}
 				break
+			}
+			if indent > 0 {
+				declined = true // a compact entry after wide ones
 			}
 			if len(items) > 0 {
 				items[len(items)-1].end = pos
@@ -303,7 +330,7 @@ func cutResourceList(out []byte, in *encodedList, lim OutputLimits) (*cutList, e
 	if items[len(items)-1].end == 0 {
 		items[len(items)-1].end = len(out)
 	}
-	return &cutList{header: header, items: items}, nil
+	return &cutList{header: header, items: items, indent: indent}, nil
 }
 
 // isEntry: t starts a block sequence entry.
@@ -330,8 +357,15 @@ func (cut *cutList) decode(out []byte, in *encodedList, input []*yaml.RNode) (ou
 	reused = make([]bool, len(items))
 	used := make([]bool, len(input))
 	var todo []int
+	item := func(c chunk) []byte { return out[c.start:c.end] }
+	if cut.indent > 0 {
+		// each wide entry as a compact one: its lines outdented as far as
+		// the entries are (cutResourceList saw every non-blank line
+		// indented at least so far), its nodes' columns moved back after
+		item = func(c chunk) []byte { return outdent(out[c.start:c.end], cut.indent) }
+	}
 	for i, c := range items {
-		b := out[c.start:c.end]
+		b := item(c)
 		if j, hit := in.byHash[maphash.Bytes(in.seed, b)]; hit && !used[j] {
 			s := in.spans[j]
 			if bytes.Equal(in.data[s[0]:s[1]], b) {
@@ -347,10 +381,13 @@ func (cut *cutList) decode(out []byte, in *encodedList, input []*yaml.RNode) (ou
 	parallel(len(todo), func(k int) {
 		i := todo[k]
 		c := items[i]
-		n, ok := decodeSeqItem(out[c.start:c.end], c.line)
+		n, ok := decodeSeqItem(item(c), c.line)
 		if !ok {
 			failed.Store(true)
 			return
+		}
+		if cut.indent > 0 {
+			shiftColumns(n, cut.indent)
 		}
 		output[i] = yaml.NewRNode(n)
 	})
@@ -414,6 +451,34 @@ func shiftLines(n *yaml.Node, by int) {
 	for _, c := range n.Content {
 		shiftLines(c, by)
 	}
+}
+
+func shiftColumns(n *yaml.Node, by int) {
+	n.Column += by
+	for _, c := range n.Content {
+		shiftColumns(c, by)
+	}
+}
+
+// outdent removes n leading spaces from every line of b; a blank line
+// (spaces only) loses those it has, as a shorter blank line reads the same
+// in YAML.
+func outdent(b []byte, n int) []byte {
+	out := make([]byte, 0, len(b))
+	for len(b) > 0 {
+		end := bytes.IndexByte(b, '\n') + 1
+		if end == 0 {
+			end = len(b)
+		}
+		l := b[:end]
+		k := 0
+		for k < n && k < len(l) && l[k] == ' ' {
+			k++
+		}
+		out = append(out, l[k:]...)
+		b = b[end:]
+	}
+	return out
 }
 
 // parallel runs f(0..n-1) on up to GOMAXPROCS goroutines.

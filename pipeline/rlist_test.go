@@ -89,7 +89,7 @@ var listFunctions = map[string]func(in []byte) []byte{
 		return append([]byte("results:\n- message: hello\n  severity: info\n"), out...)
 	},
 	"wide-items": func(in []byte) []byte {
-		// an indented list is valid but not cut: read whole
+		// a wide list: cut and decoded entry by entry, outdented
 		return bytes.ReplaceAll(bytes.ReplaceAll(in, []byte("\n- "), []byte("\n  - ")), []byte("\n  "), []byte("\n    "))
 	},
 	"comment-between": func(in []byte) []byte {
@@ -255,6 +255,14 @@ func TestSplitResourceList(t *testing.T) {
 		"no-kind":          {strings.Replace(string(in.data), "kind: ResourceList\n", "", 1), false, nil},
 		"bad-item":         {string(in.data) + "- a: 'open\n", false, nil},
 		"quote-over-lines": {"apiVersion: v1\nkind: \"ResourceList\n- x\"\nitems:\n- a: b\n", false, nil},
+		// a wide list (kyaml before v0.13, the catalog's apply-setters):
+		// its entries outdented are kptr's own bytes
+		"wide":              {widen(string(in.data), 2), true, []bool{true, false}},
+		"wide-4":            {widen(string(in.data), 4) + "results:\n- message: m\n", true, []bool{true, false}},
+		"wide-changed":      {strings.Replace(widen(string(in.data), 2), "name: a", "name: c", 1), true, []bool{false, false}},
+		"wide-comment":      {strings.Replace(widen(string(in.data), 2), "  - apiVersion: v1\n    kind: ConfigMap\n    metadata:\n      name: b", "  # between\n  - apiVersion: v1\n    kind: ConfigMap\n    metadata:\n      name: b", 1), false, nil},
+		"wide-then-compact": {widen(string(in.data), 2) + "- a: b\n", false, nil},
+		"wide-outside":      {strings.Replace(widen(string(in.data), 2), "    kind: ConfigMap\n    metadata:\n      name: b", " kind: ConfigMap\n    metadata:\n      name: b", 1), false, nil},
 	}
 	for name, c := range cases {
 		out, _, reused, ok := splitResourceList([]byte(c.out), in, input)
@@ -284,6 +292,24 @@ func TestSplitResourceList(t *testing.T) {
 			}
 		}
 	}
+}
+
+// widen indents the items of a compact ResourceList by n spaces, blank
+// lines aside.
+func widen(rl string, n int) string {
+	head, items, _ := strings.Cut(rl, "items:\n")
+	body, tail := items, ""
+	if i := strings.Index(items, "\nfunctionConfig:"); i >= 0 {
+		body, tail = items[:i+1], items[i+1:]
+	}
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(body, "\n") {
+		if l != "" && l != "\n" {
+			b.WriteString(strings.Repeat(" ", n))
+		}
+		b.WriteString(l)
+	}
+	return head + "items:\n" + b.String() + tail
 }
 
 func positions(n *yaml.Node) string {

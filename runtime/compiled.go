@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/kptr-dev/kptr/bundle"
@@ -16,6 +17,13 @@ const Wasm = "wasm"
 // compiles from functions (the wasm tier: wazero's machine code), so that a
 // later process runs them without compiling again.
 func WithCompileCache(dir string) Option { return func(s *Settings) { s.CompileCache = dir } }
+
+// WithCompileNotice makes runs say, through notice, when they compile a
+// function's code the compile cache does not hold yet (a compilation takes
+// seconds to minutes).
+func WithCompileNotice(notice func(name string)) Option {
+	return func(s *Settings) { s.CompileNotice = notice }
+}
 
 // Compiler is a Sandbox that compiles a function's code ahead of its runs
 // (the wasm tier): Precompile returns once b's code is in the compile cache.
@@ -48,6 +56,11 @@ type PruneReport struct {
 	FreedBytes int64
 	TotalBytes int64 // what is left
 }
+
+// ErrNoMounts is the cause when a run asks for mounts (kpt fn eval
+// --mount, docker run -v) of a tier without a mount namespace (the landlock
+// tier): commands tell it apart without importing the tier.
+var ErrNoMounts = errors.New("mounts (kpt fn eval --mount) need the namespace tier; the landlock tier has no mount namespace")
 
 // manyStarts are the tiers' hooks for a process about to start many
 // sandboxes.

@@ -85,6 +85,9 @@ type Settings struct {
 	// CompileCache is where a tier keeps the code it compiles (see
 	// WithCompileCache); "" keeps it in memory only.
 	CompileCache string
+	// CompileNotice, when set, is told the name of each function whose
+	// code a run compiles afresh (see WithCompileNotice).
+	CompileNotice func(name string)
 
 	tier []func(any)
 }

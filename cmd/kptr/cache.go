@@ -18,6 +18,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/cobra"
 
+	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/cache"
 	"github.com/kptr-dev/kptr/imageref"
 	"github.com/kptr-dev/kptr/memo"
@@ -117,6 +118,7 @@ demand; these commands fill it ahead of time, move it between machines
 
 func (g *globals) cachePullCmd() *cobra.Command {
 	var platform string
+	var allowWasm bool
 	c := g.command(&cobra.Command{
 		Use:   "pull IMAGE...",
 		Short: "Pull and unpack images into the cache",
@@ -126,7 +128,9 @@ filesystem, then print the reference and its digest. A tag cached before is
 asked for again, so a tag that moved is pulled anew; the pull policy
 (KPTR_IMAGE_PULL_POLICY) governs renders, not this command, unless
 --image-pull-policy is given here (IfNotPresent: keep what is cached).
-Every image is tried; the exit code is the first failure's (2 a bad
+With --allow-alpha-wasm a wasm function image is pulled as fn render
+--allow-alpha-wasm runs it, and its module compiled into the cache, so that
+no render pays for the compilation. Every image is tried; the exit code is the first failure's (2 a bad
 reference, 3 a registry or cache error).`,
 		Example: `  kptr cache pull ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.2.0
   kptr cache pull --platform linux/arm64 set-namespace:v0.4.1`,
@@ -149,13 +153,15 @@ reference, 3 a registry or cache error).`,
 			}
 			extra = append(extra, cache.WithPlatform(*p))
 		}
+		g.allowWasm = allowWasm
 		c, err := g.openCacheWith(slog.LevelInfo, extra...)
 		if err != nil {
 			return err
 		}
 		defer c.Close()
 		var failed error
-		for _, ref := range args {
+		bundles := make([]bundle.Bundle, len(args))
+		for i, ref := range args {
 			b, err := c.Resolve(ctx, ref)
 			if err != nil {
 				fmt.Fprintf(g.stderr, "kptr cache pull: %v\n", err)
@@ -164,7 +170,14 @@ reference, 3 a registry or cache error).`,
 				}
 				continue
 			}
+			bundles[i] = b
 			fmt.Fprintf(g.stdout, "%s %s\n", b.Ref, b.Digest)
+		}
+		if err := g.compileWasm(ctx, args, bundles); err != nil {
+			fmt.Fprintf(g.stderr, "kptr cache pull: %v\n", err)
+			if failed == nil {
+				failed = err
+			}
 		}
 		if failed != nil {
 			return reported(failed)
@@ -172,6 +185,7 @@ reference, 3 a registry or cache error).`,
 		return nil
 	})
 	c.Flags().StringVar(&platform, "platform", "", "os/arch[/variant] to pick from multi-arch images (default: the host's)")
+	c.Flags().BoolVar(&allowWasm, "allow-alpha-wasm", envBool(g.getenv("KPTR_ALLOW_WASM")), "pull wasm function images as fn render --allow-alpha-wasm runs them, and compile their modules into the cache (KPTR_ALLOW_WASM)")
 	return c
 }
 

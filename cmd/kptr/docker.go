@@ -219,6 +219,10 @@ func (g *globals) dockerRun(ctx context.Context, r dockerface.Run) (int, error) 
 		return dockerExitNotFound, err
 	case errors.Is(err, runtime.ErrNotExecutable):
 		return dockerExitNotExecutable, err
+	case errors.Is(err, runtime.ErrNoMounts):
+		// the tier's own words name kpt fn eval's flag; this caller wrote
+		// docker run's, and may not know which tier runs here
+		return dockerExitFailed, fmt.Errorf("%s: run --mount needs kptr's namespace tier; here kptr runs its landlock tier (no user namespaces), which has no mount namespace", r.Image)
 	case err != nil:
 		return dockerExitFailed, err
 	}

@@ -351,6 +351,12 @@ func (g *globals) wasmRunner() runtime.Runner {
 		if g.cacheDir != "" {
 			opts = append(opts, runtime.WithCompileCache(filepath.Join(g.cacheDir, cache.WasmDir)))
 		}
+		if g.progress != "none" {
+			// a compilation takes seconds to minutes: the progress says so
+			opts = append(opts, runtime.WithCompileNotice(func(name string) {
+				fmt.Fprintf(g.stderr, "compiling the wasm module of %s (once per module: kptr prewarm and kptr cache pull --allow-alpha-wasm compile ahead)\n", name)
+			}))
+		}
 		t, ok := runtime.Lookup(runtime.Wasm)
 		if !ok {
 			g.wasmErr = errors.New("the wasm tier is not registered")

@@ -7,11 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	goruntime "runtime"
 	"sort"
 	"strings"
 	"sync"
-
-	"github.com/kptr-dev/kptr/runtime"
 
 	"github.com/spf13/cobra"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/kptr-dev/kptr/cache"
 	"github.com/kptr-dev/kptr/imageref"
 	"github.com/kptr-dev/kptr/pipeline"
+	"github.com/kptr-dev/kptr/runtime"
 )
 
 // `kptr prewarm` fills the image cache ahead of time, so that the first
@@ -89,15 +89,8 @@ or a tar stream for kptr cache import on an air-gapped machine.`,
 		}
 		// wasm modules are compiled into the cache directory's wasm/ now,
 		// so that no render pays for their compilation
-		for i, b := range bundles {
-			if b.Wasm == "" {
-				continue
-			}
-			if cp, ok := g.wasmRunner().(runtime.Compiler); ok {
-				if err := cp.Precompile(ctx, b); err != nil {
-					return fmt.Errorf("%s: %w", refs[i], err)
-				}
-			}
+		if err := g.compileWasm(ctx, refs, bundles); err != nil {
+			return err
 		}
 		if export != "" {
 			asTar := export == "-" || strings.HasSuffix(export, ".tar")
@@ -118,6 +111,44 @@ or a tar stream for kptr cache import on an air-gapped machine.`,
 	fs.IntVar(&jobs, "jobs", 4, "images pulled in parallel")
 	fs.BoolVar(&allowWasm, "allow-alpha-wasm", envBool(g.getenv("KPTR_ALLOW_WASM")), "pull wasm function images as fn render --allow-alpha-wasm runs them: an index's js/wasm or wasip1/wasm entry (KPTR_ALLOW_WASM)")
 	return c
+}
+
+// compileWasm compiles the modules of the wasm bundles among bundles (refs
+// name them) into the cache directory's wasm/, as a render's run would
+// find them: one compilation per core at a time, since each module compiles
+// on one (wazero's compiler); a module already compiled is only checked.
+// Every module is tried; the error names each that failed.
+func (g *globals) compileWasm(ctx context.Context, refs []string, bundles []bundle.Bundle) error {
+	cp, ok := g.wasmRunner().(runtime.Compiler)
+	if !ok {
+		// the tier did not open: its error, once, for the first module
+		for i, b := range bundles {
+			if b.Wasm != "" {
+				_, err := g.wasmRunner().Run(ctx, b, runtime.Invocation{})
+				return fmt.Errorf("%s: %w", refs[i], err)
+			}
+		}
+		return nil
+	}
+	errs := make([]error, len(bundles))
+	sem := make(chan struct{}, goruntime.NumCPU())
+	var wg sync.WaitGroup
+	for i, b := range bundles {
+		if b.Wasm == "" {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if err := cp.Precompile(ctx, b); err != nil {
+				errs[i] = fmt.Errorf("%s: %w", refs[i], err)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // prewarmRefs collects the images of every Kptfile under dirs (as render

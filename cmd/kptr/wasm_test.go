@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -159,5 +160,88 @@ func TestGenerateWasm(t *testing.T) {
 	code, stdout, stderr = runGenerateCmd(t, app, env)
 	if code != 0 || !strings.Contains(stdout, "namespace: staging") || !strings.Contains(stdout, "name: cm") {
 		t.Fatalf("with KPTR_ALLOW_WASM: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+}
+
+// Every way of filling the cache ahead (kptr prewarm of a package or of an
+// image, kptr cache pull --allow-alpha-wasm) leaves the module of a wasm
+// image compiled, for Go's js/wasm modules in kpt's index format and in
+// kpt's single-image format alike: the render that follows compiles
+// nothing (wazero's compilation cache is left as it was, and the progress
+// does not say "compiling"), where a render on an empty cache says it
+// compiles.
+func TestWarmingLeavesWasmCompiled(t *testing.T) {
+	reg := registry.Start(t)
+	mod := fnimage.WasmModule(t, "cat", "js")
+	indexRef := reg.Addr + "/kpt-fn-demo/cat:v1"
+	fnimage.PushIndex(t, fnimage.WasmIndex(t, mod, fnimage.PlatformJS), indexRef)
+	singleRef := reg.Addr + "/kpt-fn-demo/cat-single:v1"
+	fnimage.Push(t, fnimage.WasmImage(t, mod), singleRef)
+
+	pkg := func(ref string) string {
+		dir := t.TempDir()
+		for name, body := range map[string]string{
+			"Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators:\n    - image: " + ref + "\n      configMap:\n        namespace: staging\n",
+			"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n",
+		} {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	run := func(t *testing.T, cacheDir string, args ...string) string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		env := map[string]string{"KPTR_CACHE_DIR": cacheDir, "KPTR_PROGRESS": "plain", "HOME": t.TempDir()}
+		g := newGlobals(nil, &out, &errb, envMap(env))
+		if err := execIn(context.Background(), g, args...); err != nil {
+			t.Fatalf("kptr %s: %v\n%s", strings.Join(args, " "), err, errb.String())
+		}
+		return errb.String()
+	}
+	// compiled is wazero's compilation cache: each file and its modification time.
+	compiled := func(cacheDir string) map[string]time.Time {
+		files := map[string]time.Time{}
+		_ = filepath.Walk(filepath.Join(cacheDir, "wasm"), func(p string, info os.FileInfo, err error) error {
+			if err == nil && info.Mode().IsRegular() {
+				files[p] = info.ModTime()
+			}
+			return nil
+		})
+		return files
+	}
+	const notice = "compiling the wasm module of"
+
+	cold := t.TempDir()
+	if errs := run(t, cold, "fn", "render", pkg(indexRef), "--allow-alpha-wasm"); !strings.Contains(errs, notice+" "+indexRef) {
+		t.Errorf("a render on an empty cache does not say it compiles:\n%s", errs)
+	}
+
+	for _, c := range []struct {
+		name, ref string
+		warm      func(cacheDir, pkgDir string) []string
+	}{
+		{"prewarm of a package, js/wasm index", indexRef, func(_, d string) []string { return []string{"prewarm", d, "--allow-alpha-wasm"} }},
+		{"prewarm of an image, kpt's single-image format", singleRef, func(string, string) []string {
+			return []string{"prewarm", "--image", singleRef, "--allow-alpha-wasm"}
+		}},
+		{"cache pull, js/wasm index", indexRef, func(string, string) []string { return []string{"cache", "pull", indexRef, "--allow-alpha-wasm"} }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cacheDir, dir := t.TempDir(), pkg(c.ref)
+			run(t, cacheDir, c.warm(cacheDir, dir)...)
+			before := compiled(cacheDir)
+			if len(before) == 0 {
+				t.Fatal("nothing compiled into the cache's wasm/")
+			}
+			errs := run(t, cacheDir, "fn", "render", dir, "--allow-alpha-wasm")
+			if strings.Contains(errs, notice) {
+				t.Errorf("the render after warming compiles:\n%s", errs)
+			}
+			if after := compiled(cacheDir); !maps.Equal(before, after) {
+				t.Errorf("the render changed the compiled code:\nbefore %v\nafter  %v", before, after)
+			}
+		})
 	}
 }

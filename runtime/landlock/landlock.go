@@ -188,7 +188,7 @@ func (l *Sandbox) recheck(err error) error {
 
 // ErrLandlockMounts: the landlock tier cannot place a host directory at a
 // path of the function's view (it has no mount namespace).
-var ErrMounts = errors.New("mounts (kpt fn eval --mount) need the namespace tier; the landlock tier has no mount namespace")
+var ErrMounts = runtime.ErrNoMounts
 
 // plan builds a run's confineSpec: a pure function of the bundle, the
 // invocation and the run directory (it only reads the image).

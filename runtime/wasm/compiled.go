@@ -7,7 +7,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/kptr-dev/kptr/bundle"
@@ -28,6 +30,29 @@ func compiledDir(base, sum string) string { return filepath.Join(base, sum) }
 func touch(dir string) {
 	now := time.Now()
 	_ = os.Chtimes(dir, now, now)
+}
+
+// CompiledOnDisk reports whether the cache directory holds compiled code for
+// the module whose SHA-256 is sum, for this wazero: its file cache keeps one
+// file per compiled module in a directory per wazero version, platform and
+// OS beneath the module's directory, renamed into place once written whole
+// (the ".tmp" names are writes in progress). Without a cache directory
+// nothing is on disk.
+func (r *Runner) CompiledOnDisk(sum string) bool {
+	if r.cacheDir == "" {
+		return false
+	}
+	dir := filepath.Join(compiledDir(r.cacheDir, sum), "wazero-"+wazeroVersion()+"-"+goruntime.GOARCH+"-"+goruntime.GOOS)
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, de := range des {
+		if de.Type().IsRegular() && !strings.HasSuffix(de.Name(), ".tmp") {
+			return true
+		}
+	}
+	return false
 }
 
 // ModuleSum is the SHA-256 (hex) of b's module, read as a run reads it: what

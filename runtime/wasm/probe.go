@@ -39,6 +39,8 @@ func Probe(ctx context.Context) (string, error) {
 	return fmt.Sprintf("wazero %s, %s", wazeroVersion(), engine), nil
 }
 
+// wazeroVersion is the version wazero names its compilation cache's
+// directories by (its own fallback is "dev").
 func wazeroVersion() string {
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, d := range bi.Deps {
@@ -47,5 +49,5 @@ func wazeroVersion() string {
 			}
 		}
 	}
-	return "(unknown version)"
+	return "dev"
 }

@@ -52,6 +52,10 @@ type Runner struct {
 	maxOutput   int64
 	memoryLimit int64
 	cacheDir    string
+	// notice, when set, is called with the image (or module path) before a
+	// module is compiled that has no compiled code in cacheDir yet: the
+	// run's progress can say why it takes long (runtime.WithCompileNotice).
+	notice func(name string)
 	*engine
 }
 
@@ -224,6 +228,13 @@ func (r *Runner) compile(ctx context.Context, b bundle.Bundle) (*compiledModule,
 		}
 		// in use: PruneCompiled keeps what was used lately
 		touch(compiledDir(r.cacheDir, key))
+	}
+	if r.notice != nil && !r.CompiledOnDisk(key) {
+		name := b.Ref
+		if name == "" {
+			name = b.Wasm
+		}
+		r.notice(name)
 	}
 	v, err, _ := r.sf.Do(key, func() (any, error) {
 		rt := r.rt

@@ -48,6 +48,7 @@ func (t tier) Open(opts ...runtime.Option) (runtime.Sandbox, error) {
 	}
 	sb := &Sandbox{Runner: New(WithTimeout(s.Timeout), WithMaxOutput(s.MaxOutput), WithMemoryLimit(mem))}
 	sb.Runner.cacheDir = s.CompileCache
+	sb.Runner.notice = s.CompileNotice
 	s.ApplyTier(sb)
 	probes := t.Probe("", false)
 	if err := runtime.Required(probes); err != nil {

@@ -81,13 +81,17 @@ func main() {
 		memoRuns  = flag.Int("memo-runs", 3, "rounds of the memo measurements (0: skip)")
 		keep      = flag.Bool("keep", false, "keep the work directory")
 		base      = flag.String("kptr-base", "", "a second kptr build (e.g. main's) measured interleaved with -kptr, sandboxed and --sandbox none, in rows of its own: an A/B comparison of a change under the same load")
-		images    = flag.String("images", imagesFixture, "image set: "+imagesFixture+" (minimal fixture images, the default: earlier rows' set) or "+imagesCatalog+" (images shaped like the catalog's: alpine-like base, 20–40 MB dynamically linked binaries, a Starlark validator)")
+		images    = flag.String("images", imagesReal, "image set: "+imagesReal+" (the default: the catalog's own apply-setters, set-namespace, set-labels and starlark from -catalog-layout), "+imagesFixture+" (minimal fixture images standing in for them: the earlier rows' set) or "+imagesCatalog+" (fixtures in images shaped like the catalog's: alpine-like base, 20–40 MB dynamically linked binaries, a Starlark validator)")
+		layoutDir = flag.String("catalog-layout", "/work/shared/catalog/oci", "OCI layout holding the catalog's functions under the ref names apply-setters, set-namespace, set-labels and starlark (-images "+imagesReal+")")
 	)
 	flag.Parse()
-	if *images != imagesFixture && *images != imagesCatalog {
-		fatal(fmt.Errorf("-images: %q is neither %s nor %s", *images, imagesFixture, imagesCatalog))
+	if *images != imagesFixture && *images != imagesCatalog && *images != imagesReal {
+		fatal(fmt.Errorf("-images: %q is none of %s, %s and %s", *images, imagesReal, imagesFixture, imagesCatalog))
 	}
-	b, err := setup(*kptr, *kpt, *bwrap, *images)
+	if *images == imagesReal && *coldRuns > 0 {
+		fatal(fmt.Errorf("-cold-runs: the cold-cache rows are measured with -images %s or %s", imagesFixture, imagesCatalog))
+	}
+	b, err := setup(*kptr, *kpt, *bwrap, *images, *layoutDir)
 	if err != nil {
 		fatal(err)
 	}
@@ -199,7 +203,7 @@ type bench struct {
 
 // setup compiles the fixtures, builds their images into an OCI layout and
 // imports it into a cache of its own, and finds the tools.
-func setup(kptr, kpt, bwrap, images string) (*bench, error) {
+func setup(kptr, kpt, bwrap, images, layoutDir string) (*bench, error) {
 	root, err := os.MkdirTemp("", "kptr-bench-render-")
 	if err != nil {
 		return nil, err
@@ -241,6 +245,14 @@ func setup(kptr, kpt, bwrap, images string) (*bench, error) {
 	fixtures := append(slices.Clone(pkggen.Fixtures), "cat")
 	if err := os.MkdirAll(filepath.Join(root, "bin"), 0o755); err != nil {
 		return nil, err
+	}
+	if images == imagesReal {
+		// the catalog's functions; the fixture image of cat alone, for
+		// the start-up rows
+		if err := b.setupReal(layoutDir); err != nil {
+			return nil, err
+		}
+		fixtures = []string{"cat"}
 	}
 	compile, shape := fnimage.Compile, fnimage.WithMountPoints()
 	if images == imagesCatalog {
@@ -484,6 +496,9 @@ func (b *bench) render(n, runs int) (sizeResult, error) {
 	capDir := filepath.Join(dir, "captured")
 	captureRef := func(f string) (string, string) { return "exec", filepath.Join(capDir, f+".sh") }
 	variants := map[string]func(string) (string, string){"image": nil, "exec": execRef, "capture": captureRef}
+	if b.images == imagesReal {
+		variants["image"] = func(f string) (string, string) { return "image", realRef(f) }
+	}
 	if b.bwrap != "" {
 		variants["bwrap"] = bwrapRef
 	}
@@ -491,7 +506,7 @@ func (b *bench) render(n, runs int) (sizeResult, error) {
 		if err := pkggen.Write(filepath.Join(dir, v), pkggen.Options{Resources: n, Function: fn}); err != nil {
 			return sizeResult{}, err
 		}
-		if b.images == imagesCatalog {
+		if b.images == imagesCatalog || b.images == imagesReal {
 			if err := useStarlarkPolicy(filepath.Join(dir, v)); err != nil {
 				return sizeResult{}, err
 			}

@@ -29,39 +29,8 @@ import (
 // Needs root and podman with runc; CI (CI=true) fails without them, a
 // developer's machine skips. The containers.conf is private to the test.
 func TestSidecarImageUnderPodman(t *testing.T) {
-	podman := podmanOrSkip(t)
-	base, err := os.MkdirTemp("", "kptr-podman-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(base)
-	os.Chmod(base, 0o755)
-
-	// runc, not crun (crun refuses this kind of machine's hybrid cgroup
-	// layout), cgroupfs (no systemd), and ulimits below this machine's:
-	// podman's default nofile raise needs CAP_SYS_RESOURCE.
-	var nofile, nproc unix.Rlimit
-	unix.Getrlimit(unix.RLIMIT_NOFILE, &nofile)
-	unix.Getrlimit(unix.RLIMIT_NPROC, &nproc)
-	nofile.Cur, nproc.Cur = min(nofile.Cur, nofile.Max, 4096), min(nproc.Cur, nproc.Max, 4096)
-	conf := filepath.Join(base, "containers.conf")
-	os.WriteFile(conf, fmt.Appendf(nil, "[containers]\ndefault_ulimits = [\"nofile=%d:%d\", \"nproc=%d:%d\"]\n"+
-		"[engine]\nruntime = \"runc\"\ncgroup_manager = \"cgroupfs\"\nevents_logger = \"file\"\n",
-		nofile.Cur, nofile.Cur, nproc.Cur, nproc.Cur), 0o644)
-	run := func(args ...string) (string, string, int) {
-		t.Helper()
-		cmd := exec.Command(podman, args...)
-		cmd.Env = append(os.Environ(), "CONTAINERS_CONF="+conf)
-		return runCmd(t, cmd)
-	}
-
-	ref := fmt.Sprintf("localhost/kptr-e2e:podman-%d", os.Getpid())
-	out := filepath.Join(base, "image")
-	goCmd(t, nil, "run", "./deploy/image", "--kptr", staticKptr(t), "--out", out, "--tag", ref)
-	if _, errs, code := run("load", "-i", filepath.Join(out, "kptr.tar")); code != 0 {
-		t.Fatalf("podman load: exit %d: %s", code, errs)
-	}
-	defer run("rmi", "-f", ref)
+	p := newPodman(t, "kptr-podman-")
+	base, run, ref := p.base, p.run, p.ref
 
 	images := filepath.Join(base, "images")
 	goCmd(t, nil, "run", "./examples/build-images", "-out", images)
@@ -120,6 +89,59 @@ func TestSidecarImageUnderPodman(t *testing.T) {
 	}
 }
 
+// podman is Debian's podman (root, runc) under a containers.conf private
+// to the test, with the image `make image` builds (static kptr) loaded as
+// ref; base is the test's directory (removed at the end, with the image).
+type podman struct {
+	path, base, conf, ref string
+	t                     *testing.T
+}
+
+// newPodman skips or fails as podmanOrSkip does, then writes the
+// containers.conf: runc, not crun (crun refuses this kind of machine's
+// hybrid cgroup layout), cgroupfs (no systemd), and ulimits below this
+// machine's (podman's default nofile raise needs CAP_SYS_RESOURCE).
+func newPodman(t *testing.T, prefix string) *podman {
+	t.Helper()
+	p := &podman{path: podmanOrSkip(t), t: t}
+	base, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	os.Chmod(base, 0o755)
+	p.base, p.conf = base, filepath.Join(base, "containers.conf")
+	var nofile, nproc unix.Rlimit
+	unix.Getrlimit(unix.RLIMIT_NOFILE, &nofile)
+	unix.Getrlimit(unix.RLIMIT_NPROC, &nproc)
+	nofile.Cur, nproc.Cur = min(nofile.Cur, nofile.Max, 4096), min(nproc.Cur, nproc.Max, 4096)
+	os.WriteFile(p.conf, fmt.Appendf(nil, "[containers]\ndefault_ulimits = [\"nofile=%d:%d\", \"nproc=%d:%d\"]\n"+
+		"[engine]\nruntime = \"runc\"\ncgroup_manager = \"cgroupfs\"\nevents_logger = \"file\"\n",
+		nofile.Cur, nofile.Cur, nproc.Cur, nproc.Cur), 0o644)
+	p.ref = fmt.Sprintf("localhost/kptr-e2e:podman-%d", os.Getpid())
+	out := filepath.Join(base, "image")
+	goCmd(t, nil, "run", "./deploy/image", "--kptr", staticKptr(t), "--out", out, "--tag", p.ref)
+	if _, errs, code := p.run("load", "-i", filepath.Join(out, "kptr.tar")); code != 0 {
+		t.Fatalf("podman load: exit %d: %s", code, errs)
+	}
+	t.Cleanup(func() { p.run("rmi", "-f", p.ref) })
+	return p
+}
+
+// run runs podman with args and returns stdout, stderr and the exit code.
+func (p *podman) run(args ...string) (string, string, int) {
+	return p.runStdin("", args...)
+}
+
+// runStdin is run with in on podman's stdin.
+func (p *podman) runStdin(in string, args ...string) (string, string, int) {
+	p.t.Helper()
+	cmd := exec.Command(p.path, args...)
+	cmd.Env = append(os.Environ(), "CONTAINERS_CONF="+p.conf)
+	cmd.Stdin = strings.NewReader(in)
+	return runCmd(p.t, cmd)
+}
+
 // podmanOrSkip returns podman's path when it can run containers here (root,
 // podman, runc); otherwise it fails under CI=true and skips elsewhere.
 func podmanOrSkip(t *testing.T) string {
@@ -153,14 +175,21 @@ func checkSecurityContext(t *testing.T, path string, want map[string]string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc, err := doc.Pipe(yaml.Lookup("spec", "template", "spec", "containers", "[name=kptr]", "securityContext"))
+	checkContainerSecurityContext(t, path, doc, "containers", "kptr", want)
+}
+
+// checkContainerSecurityContext is checkSecurityContext for the container
+// name of the Deployment doc's list (containers or initContainers).
+func checkContainerSecurityContext(t *testing.T, path string, doc *yaml.RNode, list, name string, want map[string]string) {
+	t.Helper()
+	sc, err := doc.Pipe(yaml.Lookup("spec", "template", "spec", list, "[name="+name+"]", "securityContext"))
 	if err != nil || sc == nil {
-		t.Fatalf("%s: no securityContext for the kptr container: %v", path, err)
+		t.Fatalf("%s: no securityContext for the %s container: %v", path, name, err)
 	}
 	for field, value := range want {
 		n, err := sc.Pipe(yaml.Lookup(strings.Split(field, ".")...))
 		if err != nil || n == nil {
-			t.Errorf("%s: securityContext.%s missing", path, field)
+			t.Errorf("%s: %s securityContext.%s missing", path, name, field)
 			continue
 		}
 		got := strings.TrimSpace(n.MustString())
@@ -172,7 +201,7 @@ func checkSecurityContext(t *testing.T, path string, want map[string]string) {
 			got = "[" + strings.Join(vs, ",") + "]"
 		}
 		if got != value {
-			t.Errorf("%s: securityContext.%s = %s, want %s (the podman flags of TestSidecarImageUnderPodman mirror it)", path, field, got, value)
+			t.Errorf("%s: %s securityContext.%s = %s, want %s (the test's podman flags mirror it)", path, name, field, got, value)
 		}
 	}
 }

@@ -20,10 +20,10 @@ func kptPackage(t testing.TB, s *session, dir string) {
 }
 
 // kpt runs the kpt binary with the session's PATH (kptr as docker and
-// podman, no other container CLI), as root or uid 999.
-func (s *session) kpt(t testing.TB, kpt string, unpriv bool, env []string, args ...string) (string, string, error) {
+// podman, no other container CLI), as id.
+func (s *session) kpt(t testing.TB, kpt string, id identity, env []string, args ...string) (string, string, error) {
 	t.Helper()
-	return s.run(t, unpriv, env, append([]string{kpt}, args...)...)
+	return s.run(t, id, env, append([]string{kpt}, args...)...)
 }
 
 // kpt's fn render and fn eval --image, with KPT_FN_RUNTIME=docker and
@@ -40,22 +40,22 @@ func TestKptThroughTheDockerFace(t *testing.T) {
 	s := newSession(t)
 	pkg := filepath.Join(s.base, "pkg")
 	kptPackage(t, s, pkg)
-	want, errs, err := s.kpt(t, filepath.Join(s.bin, "kptr"), false, nil, "fn", "render", pkg, "-o", "unwrap")
+	want, errs, err := s.kpt(t, filepath.Join(s.bin, "kptr"), self, nil, "fn", "render", pkg, "-o", "unwrap")
 	if err != nil || !strings.Contains(want, "tier: web") || !strings.Contains(want, "owner: platform") {
 		t.Fatalf("kptr fn render: %v\n%s\n%s", err, want, errs)
 	}
-	for _, unpriv := range users() {
+	for _, id := range identities() {
 		for _, rt := range []string{"docker", "podman"} {
-			t.Run(name(unpriv)+"/"+rt, func(t *testing.T) {
+			t.Run(id.name+"/"+rt, func(t *testing.T) {
 				env := []string{"KPT_FN_RUNTIME=" + rt}
-				got, errs, err := s.kpt(t, kpt, unpriv, env, "fn", "render", pkg, "-o", "unwrap")
+				got, errs, err := s.kpt(t, kpt, id, env, "fn", "render", pkg, "-o", "unwrap")
 				if err != nil {
 					t.Fatalf("kpt fn render: %v\n%s", err, errs)
 				}
 				if got != want {
 					t.Errorf("kpt fn render through kptr as %s differs from kptr fn render:\n--- kpt\n%s\n--- kptr\n%s\nstderr: %s", rt, got, want, errs)
 				}
-				out, errs, err := s.kpt(t, kpt, unpriv, env, "fn", "eval", pkg, "-o", "unwrap", "--image", s.images["set-labels"], "--", "evaluated=yes")
+				out, errs, err := s.kpt(t, kpt, id, env, "fn", "eval", pkg, "-o", "unwrap", "--image", s.images["set-labels"], "--", "evaluated=yes")
 				if err != nil || !strings.Contains(out, "evaluated: \"yes\"") && !strings.Contains(out, "evaluated: yes") {
 					t.Errorf("kpt fn eval --image: %v\n%s\n%s", err, out, errs)
 				}

@@ -4,9 +4,12 @@
 // containerized KRM functions (config.kubernetes.io/function: container:
 // image:), with kptr as `docker` first on PATH and no other container CLI,
 // renders exactly what the same function binaries render through
-// kustomize's exec functions (--enable-exec). As root and as uid 999 (no
-// capabilities, no_new_privs). kpt (kpt_test.go): fn render and fn eval
-// --image with KPT_FN_RUNTIME=docker and podman.
+// kustomize's exec functions (--enable-exec). As root, as uid 999 (no
+// capabilities, no_new_privs: kptr's namespace tier) and as uid 999 under
+// containerd's RuntimeDefault seccomp profile (the repo-server's: kptr's
+// landlock tier, where a function's bind mount is refused with exit 125).
+// kpt (kpt_test.go): fn render and fn eval --image with
+// KPT_FN_RUNTIME=docker and podman.
 package dockerface
 
 import (
@@ -164,22 +167,25 @@ validators:
 	})
 }
 
-// kustomize runs kustomize build in dir (the session's PATH and env), as
-// root or as uid 999, and returns stdout, stderr and the error.
-func (s *session) kustomize(t testing.TB, dir string, unpriv bool, extraEnv []string, args ...string) (string, string, error) {
+// kustomize runs kustomize build in dir (the session's PATH and env) as
+// id and returns stdout, stderr and the error.
+func (s *session) kustomize(t testing.TB, dir string, id identity, extraEnv []string, args ...string) (string, string, error) {
 	t.Helper()
 	argv := append(append([]string{filepath.Join(s.bin, "kustomize"), "build"}, args...), dir)
-	return s.run(t, unpriv, extraEnv, argv...)
+	return s.run(t, id, extraEnv, argv...)
 }
 
-// run runs argv in the session's directory with its PATH and env, as root
-// or as uid 999 (no capabilities, no_new_privs), each with a home of its
-// own, and returns stdout, stderr and the error.
-func (s *session) run(t testing.TB, unpriv bool, extraEnv []string, argv ...string) (string, string, error) {
+// run runs argv in the session's directory with its PATH and env as id,
+// with a home of the identity's own, and returns stdout, stderr and the
+// error.
+func (s *session) run(t testing.TB, id identity, extraEnv []string, argv ...string) (string, string, error) {
 	t.Helper()
-	home := filepath.Join(s.base, "home-"+name(unpriv))
+	home := filepath.Join(s.base, "home-"+id.name)
 	os.MkdirAll(home, 0o755)
-	if unpriv {
+	if id.seccomp != "" {
+		argv = append([]string{s.seccompExec(t), id.seccomp}, argv...)
+	}
+	if id.unpriv {
 		os.Chown(home, unprivUID, unprivUID)
 		argv = append([]string{"setpriv", "--reuid=999", "--regid=999", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"}, argv...)
 	}
@@ -192,35 +198,68 @@ func (s *session) run(t testing.TB, unpriv bool, extraEnv []string, argv ...stri
 	return out.String(), errb.String(), err
 }
 
-// users are the ones each scenario runs as: root and, when the test runs
-// as root, the repo-server's uid 999.
-func users() []bool {
-	if os.Geteuid() == 0 {
-		return []bool{false, true}
-	}
-	return []bool{false}
+// identity is who runs kustomize and kpt (and so kptr) in a case.
+type identity struct {
+	name    string
+	unpriv  bool   // uid 999, no capabilities, no_new_privs
+	seccomp string // a seccomp profile seccompexec loads first, or ""
 }
 
-func name(unpriv bool) string {
-	if unpriv {
-		return "uid999"
+// runtimeDefault is containerd's default seccomp profile: what the
+// repo-server gets under seccompProfile RuntimeDefault on containerd. It
+// refuses user namespaces, so kptr runs its landlock tier there.
+var runtimeDefault = filepath.Join(root, "test/e2e/argocd/testdata/runtime-default/containerd-docker-default.json")
+
+// self is the test's own user, without a seccomp profile.
+var self = identity{name: "self"}
+
+// identities are the ones each scenario runs as: the test's user and,
+// when the test runs as root, the repo-server's uid 999 (no capabilities,
+// no_new_privs), bare and under RuntimeDefault (the landlock tier); as
+// another user, that user under RuntimeDefault.
+func identities() []identity {
+	if os.Geteuid() != 0 {
+		return []identity{self, {name: "self-runtimedefault", seccomp: runtimeDefault}}
 	}
-	return "root"
+	return []identity{{name: "root"}, {name: "uid999", unpriv: true}, {name: "uid999-runtimedefault", unpriv: true, seccomp: runtimeDefault}}
+}
+
+// landlock says whether kptr runs its landlock tier as id: no user
+// namespaces under RuntimeDefault, so no mount namespace, and bind mounts
+// are refused (exit 125).
+func (id identity) landlock() bool { return id.seccomp != "" }
+
+// seccompExec builds test/e2e/argocd/seccompexec (cgo, libseccomp) once
+// per session, outside the session's PATH.
+func (s *session) seccompExec(t testing.TB) string {
+	t.Helper()
+	out := filepath.Join(s.base, "tools", "seccompexec")
+	if _, err := os.Stat(out); err == nil {
+		return out
+	}
+	cmd := exec.Command("go", "build", "-o", out, "./test/e2e/argocd/seccompexec")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build seccompexec: %v\n%s", err, b)
+	}
+	return out
 }
 
 // The containerized functions, through kptr as docker, render what the
 // same binaries render as exec functions: transformers, a generator, a
-// validator and a mount.
+// validator and a mount. Under RuntimeDefault (the landlock tier) the
+// mount cannot be placed: the build fails with kptr's line, exit 125.
 func TestKustomizeContainerizedFunctions(t *testing.T) {
 	s := newSession(t)
 	containerApp, execApp := filepath.Join(s.base, "app-container"), filepath.Join(s.base, "app-exec")
 	s.app(t, containerApp, true)
 	s.app(t, execApp, false)
-	want, errs, err := s.kustomize(t, execApp, false, nil, "--enable-alpha-plugins", "--enable-exec")
+	want, errs, err := s.kustomize(t, execApp, self, nil, "--enable-alpha-plugins", "--enable-exec")
 	if err != nil {
 		t.Fatalf("exec functions: %v\n%s", err, errs)
 	}
-	wantMount, errs, err := s.kustomize(t, filepath.Join(execApp, "mount"), false, nil, "--enable-alpha-plugins", "--enable-exec")
+	wantMount, errs, err := s.kustomize(t, filepath.Join(execApp, "mount"), self, nil, "--enable-alpha-plugins", "--enable-exec")
 	if err != nil {
 		t.Fatalf("exec functions: %v\n%s", err, errs)
 	}
@@ -229,10 +268,14 @@ func TestKustomizeContainerizedFunctions(t *testing.T) {
 			t.Fatalf("the exec rendering lacks %q:\n%s\n%s", s, want, wantMount)
 		}
 	}
-	for _, unpriv := range users() {
-		t.Run(name(unpriv), func(t *testing.T) {
+	for _, id := range identities() {
+		t.Run(id.name, func(t *testing.T) {
 			for dir, want := range map[string]string{containerApp: want, filepath.Join(containerApp, "mount"): wantMount} {
-				got, errs, err := s.kustomize(t, dir, unpriv, nil, "--enable-alpha-plugins")
+				got, errs, err := s.kustomize(t, dir, id, nil, "--enable-alpha-plugins")
+				if id.landlock() && strings.HasSuffix(dir, "mount") {
+					assertMountRefused(t, got, errs, err)
+					continue
+				}
 				if err != nil {
 					t.Fatalf("%s: containerized functions through kptr as docker: %v\n%s", dir, err, errs)
 				}
@@ -244,18 +287,33 @@ func TestKustomizeContainerizedFunctions(t *testing.T) {
 	}
 }
 
+// assertMountRefused checks a kustomize build whose function has a bind
+// mount, run in kptr's landlock tier: no output, and kustomize's error
+// carries kptr's one line (in docker run's terms: the caller never wrote a
+// kpt command) and docker's exit code for "could not run it".
+func assertMountRefused(t testing.TB, out, errs string, err error) {
+	t.Helper()
+	var lines []string
+	for _, l := range strings.Split(errs, "\n") {
+		if strings.HasPrefix(l, "kptr (docker): ") {
+			lines = append(lines, l)
+		}
+	}
+	if err == nil || out != "" || len(lines) != 1 || !strings.Contains(lines[0], "run --mount needs kptr's namespace tier") ||
+		!strings.Contains(lines[0], "landlock tier") || strings.Contains(lines[0], "kpt fn eval") || !strings.Contains(errs, "exit status 125") {
+		t.Errorf("a bind mount in the landlock tier: %v, want kptr's one line and exit status 125\nstdout:\n%s\nstderr:\n%s", err, out, errs)
+	}
+}
+
 // What kustomize reports when the face refuses: a mount from outside the
 // directories the operator allows fails the build with kptr's line, and a
 // secret of kustomize's environment that a function config asks for (envs:)
-// never reaches the function.
+// never reaches the function. As each identity: the policy is kptr's, the
+// same in either tier.
 func TestKustomizeRefusals(t *testing.T) {
 	s := newSession(t)
 	app := filepath.Join(s.base, "app-container")
 	s.app(t, app, true)
-	_, errs, err := s.kustomize(t, filepath.Join(app, "mount"), false, []string{"KPTR_DOCKER_BIND_DIRS=" + filepath.Join(s.base, "bin")}, "--enable-alpha-plugins")
-	if err == nil || !strings.Contains(errs, "not beneath a directory the operator allows bind mounts from (KPTR_DOCKER_BIND_DIRS") {
-		t.Errorf("a mount outside KPTR_DOCKER_BIND_DIRS: %v\n%s", err, errs)
-	}
 
 	envApp := filepath.Join(s.base, "app-env")
 	writeTree(t, envApp, map[string]string{
@@ -263,26 +321,34 @@ func TestKustomizeRefusals(t *testing.T) {
 		"configmap.yaml":     "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n",
 		// a function config asking for the repo-server's Redis password
 		"getenv.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: getenv\n  annotations:\n    config.kubernetes.io/function: |\n      container:\n        image: " +
-			s.images["kptr-fx"] + "\n        envs:\n        - REDIS_PASSWORD\n        - GIVEN=in-the-repository\ndata:\n  op: readfile\n  path: /proc/self/environ\n  key: environ\n",
+			s.images["kptr-fx"] + "\n        envs:\n        - REDIS_PASSWORD\n        - GIVEN=in-the-repository\ndata:\n  op: environ\n",
 	})
 	secret := []string{"REDIS_PASSWORD=argocd-redis-secret"}
 	if args := dockerArgs(t, s, envApp, secret); !strings.Contains(args, "-e REDIS_PASSWORD ") {
 		t.Fatalf("kustomize did not ask for REDIS_PASSWORD with -e (the test would prove nothing): %s", args)
 	}
-	for _, tc := range []struct {
-		env  []string
-		seen bool
-	}{{secret, false}, {append(secret, "KPTR_DOCKER_ENV=REDIS_PASSWORD"), true}} {
-		out, errs, err := s.kustomize(t, envApp, false, tc.env, "--enable-alpha-plugins")
-		if err != nil {
-			t.Fatalf("%v: %v\n%s", tc.env, err, errs)
-		}
-		if !strings.Contains(out, "GIVEN=in-the-repository") {
-			t.Fatalf("the function's environment is not in its output (the test would prove nothing):\n%s\n%s", out, errs)
-		}
-		if leaked := strings.Contains(out+errs, "argocd-redis-secret"); leaked != tc.seen {
-			t.Errorf("env %v: the function saw the secret: %v, want %v\nstdout:\n%s\nstderr:\n%s", tc.env, leaked, tc.seen, out, errs)
-		}
+	for _, id := range identities() {
+		t.Run(id.name, func(t *testing.T) {
+			_, errs, err := s.kustomize(t, filepath.Join(app, "mount"), id, []string{"KPTR_DOCKER_BIND_DIRS=" + filepath.Join(s.base, "bin")}, "--enable-alpha-plugins")
+			if err == nil || !strings.Contains(errs, "not beneath a directory the operator allows bind mounts from (KPTR_DOCKER_BIND_DIRS") {
+				t.Errorf("a mount outside KPTR_DOCKER_BIND_DIRS: %v\n%s", err, errs)
+			}
+			for _, tc := range []struct {
+				env  []string
+				seen bool
+			}{{secret, false}, {append(secret, "KPTR_DOCKER_ENV=REDIS_PASSWORD"), true}} {
+				out, errs, err := s.kustomize(t, envApp, id, tc.env, "--enable-alpha-plugins")
+				if err != nil {
+					t.Fatalf("%v: %v\n%s", tc.env, err, errs)
+				}
+				if !strings.Contains(out, "GIVEN=in-the-repository") {
+					t.Fatalf("the function's environment is not in its output (the test would prove nothing):\n%s\n%s", out, errs)
+				}
+				if leaked := strings.Contains(out+errs, "argocd-redis-secret"); leaked != tc.seen {
+					t.Errorf("env %v: the function saw the secret: %v, want %v\nstdout:\n%s\nstderr:\n%s", tc.env, leaked, tc.seen, out, errs)
+				}
+			}
+		})
 	}
 }
 
@@ -307,7 +373,7 @@ func dockerArgs(t testing.TB, s *session, dir string, env []string) string {
 	saved := s.env
 	s.env = append([]string{"PATH=" + rec + ":" + strings.TrimPrefix(saved[0], "PATH=")}, saved[1:]...)
 	defer func() { s.env = saved }()
-	if _, errs, err := s.kustomize(t, dir, false, env, "--enable-alpha-plugins"); err != nil {
+	if _, errs, err := s.kustomize(t, dir, self, env, "--enable-alpha-plugins"); err != nil {
 		t.Fatalf("%v\n%s", err, errs)
 	}
 	return readFile(t, log)
