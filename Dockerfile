@@ -14,7 +14,7 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 ARG VERSION=dev
-# Static cgo build (libcontainer's nsenter and runtime/nsinit are C); the
+# Static cgo build (libcontainer's nsenter and runtime/launcher are C); the
 # seccomp filter is kptr's own Go (runtime/seccomp), as in every build;
 # netgo/osusergo keep glibc's NSS out of it.
 RUN CGO_ENABLED=1 go build -tags netgo,osusergo -trimpath \

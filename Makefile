@@ -119,7 +119,7 @@ test-unit: $(TESTSUM) ## all Go tests as the current user; the sandbox suites ag
 	exit $$rc
 
 # The sandbox suites (runtime/: every tier through the shared interface;
-# runtime/namespace, runtime/landlock, runtime/nsinit; kptr's doctor/refusal
+# runtime/namespace, runtime/landlock, runtime/launcher; kptr's doctor/refusal
 # tests) compiled once,
 # then run as the sidecar runs: uid 999, no capabilities, no_new_privs, its own
 # HOME and TMPDIR, fixture binaries prebuilt (uid 999 has no Go toolchain cache).
@@ -143,7 +143,7 @@ define run-unpriv
 	$(GO) test -c $(1) -o "$$d/namespace.test" ./runtime/namespace; \
 	$(GO) test -c $(1) -o "$$d/landlock.test" ./runtime/landlock; \
 	$(GO) test -c $(1) -o "$$d/kptr.test" ./cmd/kptr; \
-	$(GO) test -c $(1) -o "$$d/nsinit.test" ./runtime/nsinit; \
+	$(GO) test -c $(1) -o "$$d/launcher.test" ./runtime/launcher; \
 	chmod -R a+rX "$$d"; \
 	if [ "$$(id -u)" = 0 ]; then \
 	  chown $(UNPRIV_UID):$(UNPRIV_UID) "$$d/home" "$$d/tmp"; \
@@ -159,7 +159,7 @@ define run-unpriv
 	  $$e KPTR_LAUNCHER=libcontainer $$as ./$$p.test -test.v=test2json -test.count=1 -test.timeout=10m 2>&1 | $(GO) tool test2json -t -p $$p | $(TESTSUM) -suite "$$p suite, libcontainer launcher, $$who" || rc=1; \
 	done; \
 	$$e $$as ./kptr.test -test.v=test2json -test.count=1 -test.run '$(SANDBOX_CMD_TESTS)' 2>&1 | $(GO) tool test2json -t -p cmd/kptr | $(TESTSUM) -suite "cmd/kptr sandbox tests $$who" || rc=1; \
-	$$e $$as ./nsinit.test -test.v=test2json -test.count=1 -test.timeout=5m 2>&1 | $(GO) tool test2json -t -p runtime/nsinit | $(TESTSUM) -suite "runtime/nsinit suite $$who" || rc=1; \
+	$$e $$as ./launcher.test -test.v=test2json -test.count=1 -test.timeout=5m 2>&1 | $(GO) tool test2json -t -p runtime/launcher | $(TESTSUM) -suite "runtime/launcher suite $$who" || rc=1; \
 	exit $$rc
 endef
 

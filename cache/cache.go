@@ -20,6 +20,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/kptr-dev/kptr/bundle"
 	"golang.org/x/sync/singleflight"
 )
 
@@ -159,22 +160,22 @@ func (c *Cache) readMeta(hex string) (*meta, error) {
 // Resolve turns an image reference into a runnable bundle, pulling and
 // unpacking as the pull policy allows. The returned rootfs stays held (prune
 // will not remove it) until Close or process exit.
-func (c *Cache) Resolve(ctx context.Context, ref string) (Bundle, error) {
+func (c *Cache) Resolve(ctx context.Context, ref string) (bundle.Bundle, error) {
 	ir, err := c.parseRef(ref)
 	if err != nil {
-		return Bundle{}, err
+		return bundle.Bundle{}, err
 	}
 	b, err := c.resolve(ctx, ir)
 	if err != nil {
-		return Bundle{}, imgErr(ir.named, err)
+		return bundle.Bundle{}, imgErr(ir.named, err)
 	}
 	return b, nil
 }
 
-func (c *Cache) resolve(ctx context.Context, ir imageRef) (Bundle, error) {
+func (c *Cache) resolve(ctx context.Context, ir imageRef) (bundle.Bundle, error) {
 	if c.s.sigPolicy != nil {
 		if d, rejected := c.s.sigPolicy.Rejects(ir.named); rejected {
-			return Bundle{}, refusal(d) // before any registry is asked
+			return bundle.Bundle{}, refusal(d) // before any registry is asked
 		}
 	}
 	if c.s.policy != PullAlways || c.s.offline {
@@ -190,10 +191,10 @@ func (c *Cache) resolve(ctx context.Context, ir imageRef) (Bundle, error) {
 		}
 	}
 	if c.s.offline {
-		return Bundle{}, fmt.Errorf("%w (offline)", ErrNotCached)
+		return bundle.Bundle{}, fmt.Errorf("%w (offline)", ErrNotCached)
 	}
 	if c.s.policy == PullNever {
-		return Bundle{}, fmt.Errorf("%w (image pull policy Never)", ErrNotCached)
+		return bundle.Bundle{}, fmt.Errorf("%w (image pull policy Never)", ErrNotCached)
 	}
 	return c.pull(ctx, ir, nil)
 }
@@ -215,32 +216,32 @@ func (c *Cache) localDescriptor(ir imageRef) (v1.Descriptor, bool) {
 }
 
 // cached returns the bundle of an already unpacked image, holding it.
-func (c *Cache) cached(ctx context.Context, ir imageRef, d v1.Descriptor) (Bundle, bool, error) {
+func (c *Cache) cached(ctx context.Context, ir imageRef, d v1.Descriptor) (bundle.Bundle, bool, error) {
 	if err := c.hold(ctx, d.Digest.Hex); err != nil {
-		return Bundle{}, false, err
+		return bundle.Bundle{}, false, err
 	}
 	m, err := c.readMeta(d.Digest.Hex)
 	if isUntrusted(err) {
-		return Bundle{}, false, err
+		return bundle.Bundle{}, false, err
 	}
 	if err != nil {
-		return Bundle{}, false, nil
+		return bundle.Bundle{}, false, nil
 	}
 	if c.s.sigPolicy != nil {
 		if err := c.checkCachedSignatures(ctx, ir, d); err != nil {
-			return Bundle{}, false, err
+			return bundle.Bundle{}, false, err
 		}
 	}
 	if err := c.wasmAllowed(m); err != nil {
-		return Bundle{}, false, err
+		return bundle.Bundle{}, false, err
 	}
 	now := time.Now()
 	_ = os.Chtimes(c.metaPath(d.Digest.Hex), now, now) // last use, for prune's LRU order
-	return c.bundle(ir, d.Digest, m), true, nil
+	return c.bundleOf(ir, d.Digest, m), true, nil
 }
 
-func (c *Cache) bundle(ir imageRef, h v1.Hash, m *meta) Bundle {
-	return Bundle{Ref: ir.named, Digest: h, Rootfs: c.path(rootfsDir, h.Hex, "rootfs"), Config: m.Image, Wasm: m.Wasm}
+func (c *Cache) bundleOf(ir imageRef, h v1.Hash, m *meta) bundle.Bundle {
+	return bundle.Bundle{Ref: ir.named, Digest: h, Rootfs: c.path(rootfsDir, h.Hex, "rootfs"), Config: m.Image, Wasm: m.Wasm}
 }
 
 // ErrWasmNotAllowed is a wasm function image resolved without WithWasm.
@@ -314,17 +315,17 @@ func (c *Cache) hold(ctx context.Context, hex string) error {
 // pull resolves ir at the registry (unless desc is given), fetches what is
 // missing, unpacks and records the resolution. It holds the gc lock shared
 // throughout, so prune never sees a half-recorded image.
-func (c *Cache) pull(ctx context.Context, ir imageRef, desc *v1.Descriptor) (Bundle, error) {
+func (c *Cache) pull(ctx context.Context, ir imageRef, desc *v1.Descriptor) (bundle.Bundle, error) {
 	gl, err := c.lock(ctx, gcLock, true)
 	if err != nil {
-		return Bundle{}, err
+		return bundle.Bundle{}, err
 	}
 	defer unlock(gl)
 	start := time.Now()
 	if desc == nil {
 		d, err := c.remoteManifest(ctx, ir)
 		if err != nil {
-			return Bundle{}, err
+			return bundle.Bundle{}, err
 		}
 		desc = &d
 	}
@@ -332,24 +333,24 @@ func (c *Cache) pull(ctx context.Context, ir imageRef, desc *v1.Descriptor) (Bun
 	// fetched; that digest is the one unpacked and run.
 	set, err := c.checkSignatures(ctx, ir, *desc)
 	if err != nil {
-		return Bundle{}, err
+		return bundle.Bundle{}, err
 	}
 	v, err, _ := c.sf.Do("unpack:"+desc.Digest.Hex, func() (any, error) {
 		m, made, err := c.unpack(ctx, ir, *desc)
 		return unpacked{m, made}, err
 	})
 	if err != nil {
-		return Bundle{}, err
+		return bundle.Bundle{}, err
 	}
 	m, made := v.(unpacked).m, v.(unpacked).made
 	if p, err := v1.ParsePlatform(m.Platform); m.Platform != "" && err == nil && !c.platformOK(*p) {
-		return Bundle{}, fmt.Errorf("image is for %s, not %s", m.Platform, platformString(&c.s.platform))
+		return bundle.Bundle{}, fmt.Errorf("image is for %s, not %s", m.Platform, platformString(&c.s.platform))
 	}
 	if err := c.wasmAllowed(m); err != nil {
-		return Bundle{}, err
+		return bundle.Bundle{}, err
 	}
 	if err := c.hold(ctx, desc.Digest.Hex); err != nil {
-		return Bundle{}, err
+		return bundle.Bundle{}, err
 	}
 	if desc.MediaType == "" {
 		desc.MediaType = types.MediaType(m.MediaType)
@@ -373,10 +374,10 @@ func (c *Cache) pull(ctx context.Context, ir imageRef, desc *v1.Descriptor) (Bun
 		desc.Annotations = map[string]string{annSignatures: set.String()}
 	}
 	if err := c.record(ctx, ir.key, *desc); err != nil {
-		return Bundle{}, fmt.Errorf("recording %s: %w", ir.key, err)
+		return bundle.Bundle{}, fmt.Errorf("recording %s: %w", ir.key, err)
 	}
 	c.s.logger.Debug("image ready", "image", ir.named, "digest", desc.Digest.String(), "duration", time.Since(start))
-	b := c.bundle(ir, desc.Digest, m)
+	b := c.bundleOf(ir, desc.Digest, m)
 	if made {
 		b.Pulled = time.Since(start)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/kptr-dev/kptr/imageref"
 )
 
 var ctx = context.Background()
@@ -140,7 +141,7 @@ func TestPrefixDigestAndMirrors(t *testing.T) {
 	}
 	// Upstream names rewritten by mirrors: host-only and path-prefix forms.
 	for _, m := range []string{"gcr.io=" + reg.Host, "gcr.io/kpt-fn=" + reg.Host + "/kpt-fn"} {
-		mm, err := ParseMirror(m)
+		mm, err := imageref.ParseMirror(m)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,7 +154,7 @@ func TestPrefixDigestAndMirrors(t *testing.T) {
 			t.Fatalf("mirror %s: resolution not recorded under the upstream name", m)
 		}
 	}
-	if _, err := ParseMirror("gcr.io"); err == nil {
+	if _, err := imageref.ParseMirror("gcr.io"); err == nil {
 		t.Fatal("mirror without = accepted")
 	}
 }
@@ -272,30 +273,3 @@ func TestForeignSingleArchImageRefused(t *testing.T) {
 }
 
 var _ = name.ParseReference
-
-// A mirror with a scheme or credentials, or that is no registry at all, is
-// refused when parsed (a usage error, before any pull) and the message never
-// repeats the credentials.
-func TestParseMirrorRefusesSchemesAndCredentials(t *testing.T) {
-	for _, ok := range []string{"gcr.io=127.0.0.1:5000", "ghcr.io/kptdev=registry.corp/kptdev", "gcr.io=localhost:5000/", " gcr.io = 127.0.0.1:5000 "} {
-		if _, err := ParseMirror(ok); err != nil {
-			t.Errorf("%q: %v", ok, err)
-		}
-	}
-	for bad, want := range map[string]string{
-		"gcr.io=bob:hunter2@127.0.0.1:5000":         "credentials",
-		"gcr.io=https://bob:hunter2@127.0.0.1:5000": "without a scheme",
-		"gcr.io=http://127.0.0.1:5000":              "without a scheme",
-		"bob:hunter2@gcr.io":                        "SRC=DST",
-		"gcr.io=127.0.0.1:5000/Bad Path":            "not a registry",
-	} {
-		_, err := ParseMirror(bad)
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%q: %v, want an error containing %q", bad, err, want)
-			continue
-		}
-		if strings.Contains(err.Error(), "hunter2") {
-			t.Errorf("%q: error repeats the password: %v", bad, err)
-		}
-	}
-}

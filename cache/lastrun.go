@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/kptr-dev/kptr/bundle"
 	"golang.org/x/sys/unix"
 )
 
@@ -26,7 +27,7 @@ const lastRunName = "last-run"
 const lastRunGranularity = time.Minute
 
 // MarkRun records that a function run is about to use the unpacked image b.
-func (c *Cache) MarkRun(b Bundle) {
+func (c *Cache) MarkRun(b bundle.Bundle) {
 	if b.Digest.Hex == "" {
 		return
 	}

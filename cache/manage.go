@@ -5,13 +5,15 @@ import (
 	"regexp"
 
 	"fmt"
-	"github.com/gofrs/flock"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gofrs/flock"
+	"github.com/kptr-dev/kptr/bundle"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
@@ -163,19 +165,19 @@ func (c *Cache) List(ctx context.Context) ([]Image, error) {
 // what keeps their compiled code (runtime/wasm's PruneCompiled). Nothing is
 // held: the caller reads each module beneath its rootfs, which a prune may
 // remove meanwhile.
-func (c *Cache) WasmBundles() ([]Bundle, error) {
+func (c *Cache) WasmBundles() ([]bundle.Bundle, error) {
 	ents, err := os.ReadDir(c.path(rootfsDir))
 	if err != nil && !os.IsNotExist(err) {
 		return nil, &Error{Err: err}
 	}
-	var out []Bundle
+	var out []bundle.Bundle
 	for _, e := range ents {
 		h, err := v1.NewHash("sha256:" + e.Name())
 		if err != nil {
 			continue
 		}
 		if m, err := c.readMeta(h.Hex); err == nil && m.Wasm != "" {
-			out = append(out, c.bundle(imageRef{}, h, m))
+			out = append(out, c.bundleOf(imageRef{}, h, m))
 		}
 	}
 	return out, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/kptr-dev/kptr/imageref"
 )
 
 func TestPullPoliciesAndOffline(t *testing.T) {
@@ -352,7 +353,7 @@ func TestKeychainAuthAndNoCredentialsInErrors(t *testing.T) {
 	}))
 	defer srv.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")
-	mirror := WithMirrors(Mirror{From: inner.Host, To: host})
+	mirror := WithMirrors(imageref.Mirror{From: inner.Host, To: host})
 	good := authn.NewMultiKeychain(staticKeychain{host, "robot", "s3cr3t-pass"})
 	if _, err := openTest(t, "", mirror, WithKeychain(good)).Resolve(ctx, ref); err != nil {
 		t.Fatal(err)

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/kptr-dev/kptr/imageref"
 	"github.com/kptr-dev/kptr/signature"
 )
 
@@ -40,28 +40,6 @@ func ParsePullPolicy(s string) (PullPolicy, error) {
 		return PullNever, nil
 	}
 	return "", fmt.Errorf("unknown image pull policy %q (want Always, IfNotPresent or Never)", s)
-}
-
-// DefaultImagePrefix is kpt's prefix for image names without a '/'
-// (kpt main's runneroptions.GHCRImagePrefix, without a trailing '/' since
-// kpt d08fb0b; ApplyImagePrefix adds the separator).
-const DefaultImagePrefix = "ghcr.io/kptdev/krm-functions-catalog"
-
-// NoImagePrefix, given as an image prefix, leaves names without a '/' as
-// they are: kpt's explicitly empty --image-prefix. kpt trims a prefix's
-// trailing '/'s, so a prefix made only of '/'s is no prefix there either.
-const NoImagePrefix = "/"
-
-// ApplyImagePrefix is kpt's RunnerOptions.ResolveToImage
-// (pkg/lib/runneroptions/runneroptions.go at main): prefix loses its
-// trailing '/'s; if nothing is left, name is returned as it is; otherwise a
-// name without '/' becomes prefix + "/" + name, and any other is unchanged.
-func ApplyImagePrefix(name, prefix string) string {
-	prefix = strings.TrimRight(prefix, "/")
-	if prefix == "" || strings.Contains(name, "/") {
-		return name
-	}
-	return prefix + "/" + name
 }
 
 // Limits bound what extracting one image may write, and so what pulling it
@@ -107,46 +85,11 @@ type LayerProgress interface {
 	Done(err error)
 }
 
-// Mirror rewrites references whose name starts with From (a registry host or
-// a registry/path prefix, matched on '/' boundaries) to start with To instead.
-type Mirror struct{ From, To string }
-
-// ParseMirror parses "SRC=DST" (gcr.io=127.0.0.1:5000, ghcr.io/kptdev=registry.corp/kptdev).
-// Both sides must be a registry host with an optional path: a scheme or
-// credentials (user:password@host) are refused here, before any pull, with a
-// message that never repeats the credentials (registry credentials belong in
-// the docker config or a credential helper).
-func ParseMirror(s string) (Mirror, error) {
-	from, to, ok := strings.Cut(s, "=")
-	from, to = strings.Trim(strings.TrimSpace(from), "/"), strings.Trim(strings.TrimSpace(to), "/")
-	shown := s
-	if strings.Contains(s, "@") {
-		shown = "(value with credentials, not shown)"
-	} else {
-		shown = fmt.Sprintf("%q", s)
-	}
-	if !ok || from == "" || to == "" {
-		return Mirror{}, fmt.Errorf("bad mirror %s: want SRC=DST, e.g. gcr.io=127.0.0.1:5000", shown)
-	}
-	for _, side := range []string{from, to} {
-		switch {
-		case strings.Contains(side, "://"):
-			return Mirror{}, fmt.Errorf("bad mirror %s: want HOST[:PORT][/PATH] on both sides, without a scheme (plain HTTP: --insecure-registry / KPTR_INSECURE_REGISTRIES)", shown)
-		case strings.Contains(side, "@"):
-			return Mirror{}, fmt.Errorf("bad mirror %s: credentials do not belong in a mirror; put them in the docker config (DOCKER_CONFIG) or a credential helper", shown)
-		}
-		if _, err := name.NewRepository(side + "/x"); err != nil {
-			return Mirror{}, fmt.Errorf("bad mirror %s: %q is not a registry HOST[:PORT][/PATH]", shown, side)
-		}
-	}
-	return Mirror{From: from, To: to}, nil
-}
-
 // Option configures a Cache.
 type Option func(*settings)
 
 type settings struct {
-	mirrors   []Mirror
+	mirrors   []imageref.Mirror
 	insecure  map[string]bool
 	policy    PullPolicy
 	offline   bool
@@ -167,7 +110,7 @@ func defaultSettings() settings {
 	return settings{
 		insecure:  map[string]bool{},
 		policy:    PullIfNotPresent,
-		prefix:    DefaultImagePrefix,
+		prefix:    imageref.DefaultPrefix,
 		keychain:  authn.DefaultKeychain,
 		platform:  HostPlatform(),
 		limits:    Limits{MaxBytes: 4 << 30, MaxFiles: 1_000_000},
@@ -191,7 +134,7 @@ func HostPlatform() v1.Platform {
 }
 
 // WithMirrors adds reference rewrites; the longest matching From wins.
-func WithMirrors(m ...Mirror) Option {
+func WithMirrors(m ...imageref.Mirror) Option {
 	return func(s *settings) { s.mirrors = append(s.mirrors, m...) }
 }
 
@@ -212,7 +155,7 @@ func WithPullPolicy(p PullPolicy) Option { return func(s *settings) { s.policy =
 func WithOffline(offline bool) Option { return func(s *settings) { s.offline = offline } }
 
 // WithImagePrefix sets the prefix for names without a '/' (see
-// ApplyImagePrefix); empty keeps DefaultImagePrefix, NoImagePrefix means
+// imageref.ApplyPrefix); empty keeps imageref.DefaultPrefix, imageref.NoPrefix means
 // none.
 func WithImagePrefix(prefix string) Option {
 	return func(s *settings) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/kptr-dev/kptr/imageref"
 )
 
 // imageRef is one reference in its three spellings: as the caller named it
@@ -24,17 +25,16 @@ type imageRef struct {
 }
 
 func (c *Cache) parseRef(s string) (imageRef, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
+	if strings.TrimSpace(s) == "" {
 		return imageRef{}, usageErr("", errors.New("empty image reference"))
 	}
-	named := ApplyImagePrefix(s, c.s.prefix)
-	r, err := name.ParseReference(named)
+	named := imageref.ApplyPrefix(strings.TrimSpace(s), c.s.prefix)
+	r, err := imageref.Parse(named)
 	if err != nil {
 		return imageRef{}, usageErr(named, fmt.Errorf("unparsable image reference: %w", err))
 	}
-	ir := imageRef{named: named, ref: r, key: r.Name()}
-	if ir.target, err = c.rewrite(r); err != nil {
+	ir := imageRef{named: named, ref: r.Reference, key: r.Reference.Name()}
+	if ir.target, err = c.rewrite(r.Reference); err != nil {
 		return imageRef{}, usageErr(named, err)
 	}
 	return ir, nil
@@ -42,31 +42,9 @@ func (c *Cache) parseRef(s string) (imageRef, error) {
 
 // rewrite applies the longest matching mirror and the insecure-registry list.
 func (c *Cache) rewrite(r name.Reference) (name.Reference, error) {
-	repo := r.Context()
-	names := []string{repo.Name()}
-	if repo.RegistryStr() == name.DefaultRegistry {
-		names = append(names, "docker.io/"+repo.RepositoryStr())
-	}
-	best, bestLen, rest := "", -1, ""
-	for _, m := range c.s.mirrors {
-		for _, n := range names {
-			if (n == m.From || strings.HasPrefix(n, m.From+"/")) && len(m.From) > bestLen {
-				best, bestLen, rest = m.To, len(m.From), n[len(m.From):]
-			}
-		}
-	}
-	s := repo.Name()
-	if bestLen >= 0 {
-		s = best + rest
-	}
-	switch t := r.(type) {
-	case name.Tag:
-		s += ":" + t.TagStr()
-	case name.Digest:
-		s += "@" + t.DigestStr()
-	}
+	s := imageref.Physical(r, c.s.mirrors)
 	var opts []name.Option
-	if host := registryOf(s); c.s.insecure[host] {
+	if c.s.insecure[imageref.Registry(s)] {
 		opts = append(opts, name.Insecure)
 	}
 	out, err := name.ParseReference(s, opts...)
@@ -74,11 +52,6 @@ func (c *Cache) rewrite(r name.Reference) (name.Reference, error) {
 		return nil, fmt.Errorf("mirror rewrite gave %q: %w", s, err)
 	}
 	return out, nil
-}
-
-func registryOf(s string) string {
-	host, _, _ := strings.Cut(s, "/")
-	return host
 }
 
 // PickTag applies kpt's rule for a Kptfile `tag:` field to a registry's tag
@@ -191,7 +164,7 @@ func isConstraint(s string) bool {
 // the registry's tag list (through mirrors); offline, or under PullNever, the
 // tags recorded in the cache for repo are the list.
 func (c *Cache) ResolveConstraint(ctx context.Context, repo, constraint string) (string, error) {
-	named := ApplyImagePrefix(strings.TrimSpace(repo), c.s.prefix)
+	named := imageref.ApplyPrefix(strings.TrimSpace(repo), c.s.prefix)
 	r, err := name.NewRepository(named)
 	if err != nil {
 		return "", usageErr(named, fmt.Errorf("unparsable image repository: %w", err))

@@ -12,6 +12,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/test/hostileregistry"
 )
 
@@ -126,7 +127,7 @@ func TestHostileRegistryEndlessBlobCutAtDeclaredSize(t *testing.T) {
 func TestHostileRegistryLongerBlobReadOnlyToDeclaredSize(t *testing.T) {
 	s := startHostile(t, hostileregistry.Options{})
 	c := openTest(t, "")
-	var b Bundle
+	var b bundle.Bundle
 	err := bounded(t, 10*time.Second, 64<<20, func(ctx context.Context) (err error) {
 		b, err = c.Resolve(ctx, s.Ref(hostileregistry.Longer))
 		return err

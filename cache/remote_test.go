@@ -12,6 +12,7 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/kptr-dev/kptr/imageref"
 )
 
 // A registry that accepts connections and never answers, and one that stops
@@ -71,7 +72,7 @@ func TestHangingRegistryTimesOut(t *testing.T) {
 		reg.Config.Handler.ServeHTTP(w, r)
 	}))
 	defer stall.Close()
-	c = openTest(t, "", WithTimeout(500*time.Millisecond), WithMirrors(Mirror{From: reg.Host, To: strings.TrimPrefix(stall.URL, "http://")}))
+	c = openTest(t, "", WithTimeout(500*time.Millisecond), WithMirrors(imageref.Mirror{From: reg.Host, To: strings.TrimPrefix(stall.URL, "http://")}))
 	start = time.Now()
 	_, err = c.Resolve(ctx, stallRef)
 	if err == nil || !strings.Contains(err.Error(), "stalled") || time.Since(start) > 20*time.Second {

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/kptr-dev/kptr/imageref"
 	"github.com/kptr-dev/kptr/signature"
 	"github.com/kptr-dev/kptr/test/cosigner"
 )
@@ -160,7 +161,7 @@ func TestHostileSignatures(t *testing.T) {
 			host := hostileSigs(t, reg, c.serve)
 			p := policyFor(t, "example.test", k)
 			dir := t.TempDir()
-			cc := openTest(t, dir, WithSignaturePolicy(p), WithMirrors(Mirror{From: "example.test", To: host}))
+			cc := openTest(t, dir, WithSignaturePolicy(p), WithMirrors(imageref.Mirror{From: "example.test", To: host}))
 			_, err := cc.Resolve(ctx, "example.test/"+strings.TrimPrefix(repo, reg.Host+"/")+":v1")
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %v, want one saying %q", err, c.want)

@@ -8,7 +8,7 @@ import (
 	"io"
 	"strconv"
 
-	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/runtime"
 )
 
@@ -26,7 +26,7 @@ func (k Key) String() string { return hex.EncodeToString(k[:]) }
 // Eligible reports whether a run of b with inv may be memoised: an image
 // (a rootfs and a manifest digest; kpt exec functions have neither), no
 // network, no mounts.
-func Eligible(b cache.Bundle, inv runtime.Invocation) bool {
+func Eligible(b bundle.Bundle, inv runtime.Invocation) bool {
 	return b.Rootfs != "" && b.Digest.Algorithm == "sha256" && len(b.Digest.Hex) == 64 &&
 		!inv.Network && len(inv.Mounts) == 0
 }
@@ -35,7 +35,7 @@ func Eligible(b cache.Bundle, inv runtime.Invocation) bool {
 // what else the caller knows decides the outcome (the sandbox tier and its
 // options); inv.Stdin is not read (stdin is passed separately). Every field
 // is tagged and length-prefixed, so no two different inputs encode alike.
-func KeyOf(b cache.Bundle, inv runtime.Invocation, variant string, stdin []byte) Key {
+func KeyOf(b bundle.Bundle, inv runtime.Invocation, variant string, stdin []byte) Key {
 	e := NewKey("run")
 	e.Str("digest", b.Digest.String())
 	if b.Wasm != "" {

@@ -17,7 +17,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/runtime"
 )
 
@@ -31,7 +31,7 @@ type countingRunner struct {
 	prepared atomic.Int32
 }
 
-func (c *countingRunner) Run(_ context.Context, _ cache.Bundle, inv runtime.Invocation) (runtime.Result, error) {
+func (c *countingRunner) Run(_ context.Context, _ bundle.Bundle, inv runtime.Invocation) (runtime.Result, error) {
 	n := c.runs.Add(1)
 	in, _ := io.ReadAll(inv.Stdin)
 	if c.err != nil {
@@ -40,7 +40,7 @@ func (c *countingRunner) Run(_ context.Context, _ cache.Bundle, inv runtime.Invo
 	return runtime.Result{Stdout: fmt.Appendf(nil, "run %d: %s", n, in), Stderr: []byte("said something\n"), ExitCode: c.exit, Duration: c.duration}, nil
 }
 
-func (c *countingRunner) Prepare(context.Context, cache.Bundle, runtime.Invocation) {
+func (c *countingRunner) Prepare(context.Context, bundle.Bundle, runtime.Invocation) {
 	c.prepared.Add(1)
 }
 
@@ -48,8 +48,8 @@ func digest(c byte) v1.Hash {
 	return v1.Hash{Algorithm: "sha256", Hex: strings.Repeat(string(c), 64)}
 }
 
-func bundle() cache.Bundle {
-	return cache.Bundle{Ref: "example.test/fn:v1", Digest: digest('a'), Rootfs: "/rootfs",
+func testBundle() bundle.Bundle {
+	return bundle.Bundle{Ref: "example.test/fn:v1", Digest: digest('a'), Rootfs: "/rootfs",
 		Config: v1.Config{Entrypoint: []string{"function"}, Cmd: []string{"op=label"}, Env: []string{"PATH=/bin"}}}
 }
 
@@ -73,7 +73,7 @@ func newRunner(t *testing.T) (*Runner, *countingRunner) {
 }
 
 // run runs through r and returns the output and whether it was replayed.
-func run(t *testing.T, r *Runner, b cache.Bundle, inv runtime.Invocation) (string, bool) {
+func run(t *testing.T, r *Runner, b bundle.Bundle, inv runtime.Invocation) (string, bool) {
 	t.Helper()
 	res, err := r.Run(context.Background(), b, inv)
 	if err != nil {
@@ -87,41 +87,41 @@ func run(t *testing.T, r *Runner, b cache.Bundle, inv runtime.Invocation) (strin
 // image digest, environment, arguments, user, variant) runs the function.
 func TestChangedInputAlwaysReruns(t *testing.T) {
 	const rl = "kind: ResourceList\nitems:\n- kind: ConfigMap\nfunctionConfig:\n  data: {a: b}\n"
-	changes := map[string]func(b *cache.Bundle, inv *runtime.Invocation, variant *string){
-		"input": func(_ *cache.Bundle, inv *runtime.Invocation, _ *string) {
+	changes := map[string]func(b *bundle.Bundle, inv *runtime.Invocation, variant *string){
+		"input": func(_ *bundle.Bundle, inv *runtime.Invocation, _ *string) {
 			inv.Stdin = strings.NewReader(rl + "- kind: Secret\n")
 		},
-		"config": func(_ *cache.Bundle, inv *runtime.Invocation, _ *string) {
+		"config": func(_ *bundle.Bundle, inv *runtime.Invocation, _ *string) {
 			inv.Stdin = strings.NewReader(strings.Replace(rl, "{a: b}", "{a: c}", 1))
 		},
-		"one input byte": func(_ *cache.Bundle, inv *runtime.Invocation, _ *string) { inv.Stdin = strings.NewReader(rl + " ") },
-		"image digest":   func(b *cache.Bundle, _ *runtime.Invocation, _ *string) { b.Digest = digest('b') },
-		"environment":    func(_ *cache.Bundle, inv *runtime.Invocation, _ *string) { inv.Env = []string{"A=2"} },
-		"env order":      func(_ *cache.Bundle, inv *runtime.Invocation, _ *string) { inv.Env = []string{"A=1", "A=1"} },
-		"image env":      func(b *cache.Bundle, _ *runtime.Invocation, _ *string) { b.Config.Env = []string{"PATH=/usr/bin"} },
-		"args":           func(b *cache.Bundle, _ *runtime.Invocation, _ *string) { b.Config.Cmd = []string{"op=echo"} },
-		"args split":     func(b *cache.Bundle, _ *runtime.Invocation, _ *string) { b.Config.Cmd = []string{"op", "=label"} },
-		"entrypoint": func(b *cache.Bundle, _ *runtime.Invocation, _ *string) {
+		"one input byte": func(_ *bundle.Bundle, inv *runtime.Invocation, _ *string) { inv.Stdin = strings.NewReader(rl + " ") },
+		"image digest":   func(b *bundle.Bundle, _ *runtime.Invocation, _ *string) { b.Digest = digest('b') },
+		"environment":    func(_ *bundle.Bundle, inv *runtime.Invocation, _ *string) { inv.Env = []string{"A=2"} },
+		"env order":      func(_ *bundle.Bundle, inv *runtime.Invocation, _ *string) { inv.Env = []string{"A=1", "A=1"} },
+		"image env":      func(b *bundle.Bundle, _ *runtime.Invocation, _ *string) { b.Config.Env = []string{"PATH=/usr/bin"} },
+		"args":           func(b *bundle.Bundle, _ *runtime.Invocation, _ *string) { b.Config.Cmd = []string{"op=echo"} },
+		"args split":     func(b *bundle.Bundle, _ *runtime.Invocation, _ *string) { b.Config.Cmd = []string{"op", "=label"} },
+		"entrypoint": func(b *bundle.Bundle, _ *runtime.Invocation, _ *string) {
 			b.Config.Entrypoint = []string{"/bin/sh", "-c"}
 		},
-		"working dir":     func(b *cache.Bundle, _ *runtime.Invocation, _ *string) { b.Config.WorkingDir = "/tmp" },
-		"image user":      func(b *cache.Bundle, _ *runtime.Invocation, _ *string) { b.Config.User = "65532" },
-		"as current user": func(_ *cache.Bundle, inv *runtime.Invocation, _ *string) { inv.AsCurrentUser = true },
-		"output cap":      func(_ *cache.Bundle, inv *runtime.Invocation, _ *string) { inv.MaxOutput = 1 << 20 },
-		"sandbox variant": func(_ *cache.Bundle, _ *runtime.Invocation, v *string) { *v = "sandbox=none" },
+		"working dir":     func(b *bundle.Bundle, _ *runtime.Invocation, _ *string) { b.Config.WorkingDir = "/tmp" },
+		"image user":      func(b *bundle.Bundle, _ *runtime.Invocation, _ *string) { b.Config.User = "65532" },
+		"as current user": func(_ *bundle.Bundle, inv *runtime.Invocation, _ *string) { inv.AsCurrentUser = true },
+		"output cap":      func(_ *bundle.Bundle, inv *runtime.Invocation, _ *string) { inv.MaxOutput = 1 << 20 },
+		"sandbox variant": func(_ *bundle.Bundle, _ *runtime.Invocation, v *string) { *v = "sandbox=none" },
 	}
 	for name, change := range changes {
 		t.Run(name, func(t *testing.T) {
 			r, fn := newRunner(t)
-			first, reused := run(t, r, bundle(), invocation(rl))
+			first, reused := run(t, r, testBundle(), invocation(rl))
 			if reused || fn.runs.Load() != 1 {
 				t.Fatalf("first run: reused %v, %d runs", reused, fn.runs.Load())
 			}
-			again, reused := run(t, r, bundle(), invocation(rl))
+			again, reused := run(t, r, testBundle(), invocation(rl))
 			if !reused || again != first || fn.runs.Load() != 1 {
 				t.Fatalf("same run again: reused %v, %d runs, output %q (first %q)", reused, fn.runs.Load(), again, first)
 			}
-			b, inv, variant := bundle(), invocation(rl), r.Variant
+			b, inv, variant := testBundle(), invocation(rl), r.Variant
 			change(&b, &inv, &variant)
 			r.Variant = variant
 			if _, reused := run(t, r, b, inv); reused || fn.runs.Load() != 2 {
@@ -134,19 +134,19 @@ func TestChangedInputAlwaysReruns(t *testing.T) {
 // TestNeverMemoised: network, mounts, exec functions (no rootfs), no
 // digest: every run runs, nothing is recorded.
 func TestNeverMemoised(t *testing.T) {
-	cases := map[string]func(b *cache.Bundle, inv *runtime.Invocation){
-		"network": func(_ *cache.Bundle, inv *runtime.Invocation) { inv.Network = true },
-		"mounts": func(_ *cache.Bundle, inv *runtime.Invocation) {
+	cases := map[string]func(b *bundle.Bundle, inv *runtime.Invocation){
+		"network": func(_ *bundle.Bundle, inv *runtime.Invocation) { inv.Network = true },
+		"mounts": func(_ *bundle.Bundle, inv *runtime.Invocation) {
 			inv.Mounts = []runtime.Mount{{Source: "/a", Target: "/b"}}
 		},
-		"exec function": func(b *cache.Bundle, _ *runtime.Invocation) { b.Rootfs = "" },
-		"no digest":     func(b *cache.Bundle, _ *runtime.Invocation) { b.Digest = v1.Hash{} },
+		"exec function": func(b *bundle.Bundle, _ *runtime.Invocation) { b.Rootfs = "" },
+		"no digest":     func(b *bundle.Bundle, _ *runtime.Invocation) { b.Digest = v1.Hash{} },
 	}
 	for name, change := range cases {
 		t.Run(name, func(t *testing.T) {
 			r, fn := newRunner(t)
 			for i := range 3 {
-				b, inv := bundle(), invocation("x")
+				b, inv := testBundle(), invocation("x")
 				change(&b, &inv)
 				if _, reused := run(t, r, b, inv); reused || int(fn.runs.Load()) != i+1 {
 					t.Fatalf("run %d: reused %v, %d runs", i+1, reused, fn.runs.Load())
@@ -170,7 +170,7 @@ func TestOnlySuccessIsRecorded(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			r := &Runner{Next: fn, Store: newStore(t, Options{})}
 			for i := range 2 {
-				res, _ := r.Run(context.Background(), bundle(), invocation("x"))
+				res, _ := r.Run(context.Background(), testBundle(), invocation("x"))
 				if res.Reused || int(fn.runs.Load()) != i+1 {
 					t.Fatalf("run %d: reused %v, %d runs", i+1, res.Reused, fn.runs.Load())
 				}
@@ -205,17 +205,17 @@ func TestCorruptRecordIsRemoved(t *testing.T) {
 	for name, spoil := range damage {
 		t.Run(name, func(t *testing.T) {
 			r, fn := newRunner(t)
-			run(t, r, bundle(), invocation("other"))
-			run(t, r, bundle(), invocation("x"))
+			run(t, r, testBundle(), invocation("other"))
+			run(t, r, testBundle(), invocation("x"))
 			inv := invocation("x")
-			p := filepath.Join(r.Store.Dir(), KeyOf(bundle(), inv, r.Variant, []byte("x")).String())
-			other := read(t, filepath.Join(r.Store.Dir(), KeyOf(bundle(), inv, r.Variant, []byte("other")).String()))
+			p := filepath.Join(r.Store.Dir(), KeyOf(testBundle(), inv, r.Variant, []byte("x")).String())
+			other := read(t, filepath.Join(r.Store.Dir(), KeyOf(testBundle(), inv, r.Variant, []byte("other")).String()))
 			spoil(t, p, other)
-			out, reused := run(t, r, bundle(), invocation("x"))
+			out, reused := run(t, r, testBundle(), invocation("x"))
 			if reused || fn.runs.Load() != 3 || out != "run 3: x" {
 				t.Fatalf("after a damaged record: reused %v, %d runs, %q; want a real run", reused, fn.runs.Load(), out)
 			}
-			_, reused = run(t, r, bundle(), invocation("x"))
+			_, reused = run(t, r, testBundle(), invocation("x"))
 			if name == "directory" {
 				if st, err := os.Lstat(p); reused || err != nil || !st.IsDir() {
 					t.Fatalf("a directory under a record's name: reused %v, now %v %v; want it left alone and never replayed", reused, st, err)
@@ -251,7 +251,7 @@ func write(t *testing.T, p string, b []byte) {
 func TestConcurrentWriters(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "memo")
 	big := bytes.Repeat([]byte("0123456789abcdef"), 1<<14) // 256 KiB: many write calls
-	k := KeyOf(bundle(), invocation(""), "", []byte("x"))
+	k := KeyOf(testBundle(), invocation(""), "", []byte("x"))
 	var wg sync.WaitGroup
 	var bad atomic.Int32
 	for i := range 8 {
@@ -303,7 +303,7 @@ func TestPrune(t *testing.T) {
 	s.now = func() time.Time { return now }
 	keys := make([]Key, 5)
 	for i := range keys {
-		keys[i] = KeyOf(bundle(), invocation(""), "", []byte{byte(i)})
+		keys[i] = KeyOf(testBundle(), invocation(""), "", []byte{byte(i)})
 		if err := s.Put(keys[i], Record{Stdout: bytes.Repeat([]byte{'x'}, 1000)}); err != nil {
 			t.Fatal(err)
 		}
@@ -357,7 +357,7 @@ func TestPrune(t *testing.T) {
 func TestSizeBound(t *testing.T) {
 	s := newStore(t, Options{MaxBytes: 10_000, MaxEntryBytes: 4000})
 	for i := range 20 {
-		if err := s.Put(KeyOf(bundle(), invocation(""), "", []byte{byte(i)}), Record{Stdout: bytes.Repeat([]byte{'x'}, 3000)}); err != nil {
+		if err := s.Put(KeyOf(testBundle(), invocation(""), "", []byte{byte(i)}), Record{Stdout: bytes.Repeat([]byte{'x'}, 3000)}); err != nil {
 			t.Fatal(err)
 		}
 		os.Remove(filepath.Join(s.Dir(), trimStamp)) // as if a minute had passed
@@ -365,7 +365,7 @@ func TestSizeBound(t *testing.T) {
 			t.Fatalf("after %d puts the store holds %d bytes, more than its bound", i+1, u.Bytes)
 		}
 	}
-	k := KeyOf(bundle(), invocation(""), "", []byte("big"))
+	k := KeyOf(testBundle(), invocation(""), "", []byte("big"))
 	if err := s.Put(k, Record{Stdout: bytes.Repeat([]byte{'x'}, 5000)}); err != nil {
 		t.Fatal(err)
 	}
@@ -415,12 +415,12 @@ func TestPerUser(t *testing.T) {
 	})
 	t.Run("record of another user", func(t *testing.T) {
 		r, fn := newRunner(t)
-		run(t, r, bundle(), invocation("x"))
-		p := filepath.Join(r.Store.Dir(), KeyOf(bundle(), invocation("x"), r.Variant, []byte("x")).String())
+		run(t, r, testBundle(), invocation("x"))
+		p := filepath.Join(r.Store.Dir(), KeyOf(testBundle(), invocation("x"), r.Variant, []byte("x")).String())
 		if err := os.Chown(p, other, other); err != nil {
 			t.Fatal(err)
 		}
-		if _, reused := run(t, r, bundle(), invocation("x")); reused || fn.runs.Load() != 2 {
+		if _, reused := run(t, r, testBundle(), invocation("x")); reused || fn.runs.Load() != 2 {
 			t.Fatal("a record another user owns was replayed")
 		}
 	})
@@ -467,7 +467,7 @@ func TestOpenForOwnCache(t *testing.T) {
 // miss, or for a run that cannot be replayed, requests go through at once.
 func TestPrepareOnlyAfterMiss(t *testing.T) {
 	r, fn := newRunner(t)
-	run(t, r, bundle(), invocation("x"))
+	run(t, r, testBundle(), invocation("x"))
 	r2 := &Runner{Next: fn, Store: r.Store, Variant: r.Variant}
 	prepared := func(want int32, when string) {
 		t.Helper()
@@ -475,18 +475,18 @@ func TestPrepareOnlyAfterMiss(t *testing.T) {
 			t.Fatalf("%s: %d prepared, want %d", when, got, want)
 		}
 	}
-	r2.Prepare(context.Background(), bundle(), invocation(""))
+	r2.Prepare(context.Background(), testBundle(), invocation(""))
 	prepared(0, "before any run")
 	net := invocation("")
 	net.Network = true
-	r2.Prepare(context.Background(), bundle(), net)
+	r2.Prepare(context.Background(), testBundle(), net)
 	prepared(1, "a run that cannot be replayed")
-	run(t, r2, bundle(), invocation("x")) // a hit
-	r2.Prepare(context.Background(), bundle(), invocation(""))
+	run(t, r2, testBundle(), invocation("x")) // a hit
+	r2.Prepare(context.Background(), testBundle(), invocation(""))
 	prepared(1, "after hits only")
-	run(t, r2, bundle(), invocation("y")) // a miss releases the held-back request
+	run(t, r2, testBundle(), invocation("y")) // a miss releases the held-back request
 	prepared(2, "after the first miss")
-	r2.Prepare(context.Background(), bundle(), invocation(""))
+	r2.Prepare(context.Background(), testBundle(), invocation(""))
 	prepared(3, "after a miss")
 }
 
@@ -541,7 +541,7 @@ func TestPlantedLinkIsNeverFollowed(t *testing.T) {
 // directory or link under any name, not a file of another name.
 func TestPruneRemovesOnlyItsOwn(t *testing.T) {
 	s := newStore(t, Options{})
-	k := KeyOf(bundle(), invocation(""), "", []byte("x"))
+	k := KeyOf(testBundle(), invocation(""), "", []byte("x"))
 	if err := s.Put(k, Record{Stdout: []byte("out")}); err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/runtime"
 )
 
@@ -32,7 +32,7 @@ type Runner struct {
 
 // Run replays a record of the same run or runs b through Next (recording
 // a success). Stdin is read in full before either.
-func (r *Runner) Run(ctx context.Context, b cache.Bundle, inv runtime.Invocation) (runtime.Result, error) {
+func (r *Runner) Run(ctx context.Context, b bundle.Bundle, inv runtime.Invocation) (runtime.Result, error) {
 	if r.Store == nil || !Eligible(b, inv) {
 		r.miss()
 		return r.Next.Run(ctx, b, inv)
@@ -78,7 +78,7 @@ func (r *Runner) miss() {
 // then it holds the latest request back and forwards it when a run misses:
 // while every run is replayed, a prepared sandbox would only cost its
 // start-up (and the sandbox's probe) and be thrown away.
-func (r *Runner) Prepare(ctx context.Context, b cache.Bundle, inv runtime.Invocation) {
+func (r *Runner) Prepare(ctx context.Context, b bundle.Bundle, inv runtime.Invocation) {
 	p, ok := r.Next.(runtime.Preparer)
 	if !ok {
 		return

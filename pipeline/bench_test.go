@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/runtime"
 	"github.com/kptr-dev/kptr/test/bench/pkggen"
 	"github.com/kptr-dev/kptr/test/fnimage"
@@ -25,7 +25,7 @@ type timedRunner struct {
 	total atomic.Int64
 }
 
-func (r *timedRunner) Run(ctx context.Context, b cache.Bundle, inv runtime.Invocation) (runtime.Result, error) {
+func (r *timedRunner) Run(ctx context.Context, b bundle.Bundle, inv runtime.Invocation) (runtime.Result, error) {
 	res, err := r.inner.Run(ctx, b, inv)
 	r.total.Add(int64(res.Duration))
 	return res, err
@@ -194,9 +194,9 @@ type fixtureResolver struct {
 	bins map[string]string
 }
 
-func (r *fixtureResolver) Resolve(ctx context.Context, ref string) (cache.Bundle, error) {
+func (r *fixtureResolver) Resolve(ctx context.Context, ref string) (bundle.Bundle, error) {
 	if p, ok := r.bins[ref]; ok {
-		b := cache.Bundle{Ref: ref}
+		b := bundle.Bundle{Ref: ref}
 		b.Config.Entrypoint = []string{p}
 		return b, nil
 	}

@@ -5,7 +5,7 @@
 // result back in place, to stdout, to a directory, or returns it in memory.
 //
 // Functions are reached through two small interfaces: a Resolver turns an
-// image name into a runnable cache.Bundle and a Runner runs it. The package
+// image name into a runnable bundle.Bundle and a Runner runs it. The package
 // never talks to a registry or a sandbox itself, so it is tested with an
 // in-memory resolver and a plain exec runner.
 //

@@ -19,7 +19,9 @@ import (
 	"github.com/Masterminds/semver/v3"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/imageref"
 	kptv1 "github.com/kptr-dev/kptr/pipeline/kptfile/v1"
 	"github.com/kptr-dev/kptr/runtime"
 	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
@@ -43,43 +45,12 @@ func (s *fnStep) name() string {
 	return s.exec
 }
 
-// ImageName applies kpt's naming rules: a name without '/' gets prefix;
-// render (not eval) appends ":latest" when there is neither tag nor digest.
-func ImageName(image, prefix string, latest bool) string {
-	if prefix == "" {
-		prefix = DefaultImagePrefix
-	}
-	image = cache.ApplyImagePrefix(image, prefix)
-	if latest && !hasTagOrDigest(image) {
-		image += ":latest"
-	}
-	return image
-}
-
-func hasTagOrDigest(image string) bool {
-	if strings.Contains(image, "@") {
-		return true
-	}
-	return strings.Contains(image[strings.LastIndex(image, "/")+1:], ":")
-}
-
-func stripTag(image string) string {
-	if i := strings.Index(image, "@"); i >= 0 {
-		image = image[:i]
-	}
-	slash := strings.LastIndex(image, "/")
-	if i := strings.LastIndex(image, ":"); i > slash {
-		image = image[:i]
-	}
-	return image
-}
-
 // resolveImage computes the reference render or eval runs for f.
 func resolveImage(ctx context.Context, f kptv1.Function, opts *Options, latest bool) (string, error) {
 	if f.Tag == "" {
-		return ImageName(f.Image, opts.ImagePrefix, latest), nil
+		return imageref.Name(f.Image, opts.ImagePrefix, latest), nil
 	}
-	repo := stripTag(ImageName(f.Image, opts.ImagePrefix, false))
+	repo := imageref.Repository(imageref.Name(f.Image, opts.ImagePrefix, false))
 	if _, err := semver.NewVersion(f.Tag); err == nil {
 		return repo + ":" + f.Tag, nil
 	}
@@ -442,7 +413,7 @@ func (r *renderer) invoke(st *fnStep, in io.Reader) (runtime.Result, error) {
 		if err != nil {
 			return runtime.Result{}, err
 		}
-		return r.opts.WasmRunner.Run(r.ctx, cache.Bundle{Ref: st.exec, Wasm: p}, inv)
+		return r.opts.WasmRunner.Run(r.ctx, bundle.Bundle{Ref: st.exec, Wasm: p}, inv)
 	}
 	if st.image == "" {
 		bin := st.argv[0]
@@ -455,7 +426,7 @@ func (r *renderer) invoke(st *fnStep, in io.Reader) (runtime.Result, error) {
 		} else if abs, err := filepath.Abs(bin); err == nil {
 			bin = abs
 		}
-		b := cache.Bundle{Ref: st.exec, Config: v1.Config{Entrypoint: []string{bin}, Cmd: st.argv[1:]}}
+		b := bundle.Bundle{Ref: st.exec, Config: v1.Config{Entrypoint: []string{bin}, Cmd: st.argv[1:]}}
 		runner := r.opts.ExecRunner
 		if runner == nil {
 			runner = runtime.Host{}

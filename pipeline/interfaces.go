@@ -3,13 +3,13 @@ package pipeline
 import (
 	"context"
 
-	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/runtime"
 )
 
 // Resolver turns an image reference into a runnable bundle (cache.Cache does).
 type Resolver interface {
-	Resolve(ctx context.Context, ref string) (cache.Bundle, error)
+	Resolve(ctx context.Context, ref string) (bundle.Bundle, error)
 }
 
 // Runner runs a bundle (every tier's runtime.Sandbox does; runtime.Host runs without a sandbox).
@@ -21,7 +21,7 @@ type Runner = runtime.Runner
 // function's sandbox ahead (runtime.Preparer); the function's own turn still
 // calls Resolve, so errors surface exactly as without it.
 type CachedResolver interface {
-	ResolveCached(ctx context.Context, ref string) (b cache.Bundle, ok bool)
+	ResolveCached(ctx context.Context, ref string) (b bundle.Bundle, ok bool)
 }
 
 // Fetcher is optionally implemented by a Resolver that can start fetching an

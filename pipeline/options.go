@@ -5,15 +5,10 @@ import (
 	"io"
 	"time"
 
-	"github.com/kptr-dev/kptr/cache"
 	"github.com/kptr-dev/kptr/runtime"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
-
-// DefaultImagePrefix is prepended to image names without a '/' (kpt's
-// default, cache.DefaultImagePrefix).
-const DefaultImagePrefix = cache.DefaultImagePrefix
 
 // Output destinations for Options.Output. Any other non-empty value is a
 // directory that must not exist yet (kpt's -o DIR).
@@ -43,8 +38,8 @@ type Options struct {
 	// whole environment too).
 	ExecRunner Runner
 	// ImagePrefix is prepended to names without '/' as kpt does it
-	// (cache.ApplyImagePrefix: its trailing '/'s do not matter); empty means
-	// DefaultImagePrefix, cache.NoImagePrefix no prefix at all.
+	// (imageref.ApplyPrefix: its trailing '/'s do not matter); empty means
+	// imageref.DefaultPrefix, imageref.NoPrefix no prefix at all.
 	ImagePrefix string
 	// AllowExec permits `exec:` functions (kpt's --allow-exec).
 	AllowExec bool

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/runtime"
 	"github.com/kptr-dev/kptr/test/fnimage"
 	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
@@ -30,18 +30,18 @@ type fakeResolver struct {
 	tags   map[string][]string // repo -> tags, for ResolveConstraint
 }
 
-func (f *fakeResolver) Resolve(_ context.Context, ref string) (cache.Bundle, error) {
+func (f *fakeResolver) Resolve(_ context.Context, ref string) (bundle.Bundle, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, ref)
 	if err := f.fail[ref]; err != nil {
-		return cache.Bundle{}, err
+		return bundle.Bundle{}, err
 	}
 	args, ok := f.images[ref]
 	if !ok {
-		return cache.Bundle{}, fmt.Errorf("%s: not found", ref)
+		return bundle.Bundle{}, fmt.Errorf("%s: not found", ref)
 	}
-	return cache.Bundle{Ref: ref, Config: v1.Config{Entrypoint: []string{f.fx}, Cmd: args}}, nil
+	return bundle.Bundle{Ref: ref, Config: v1.Config{Entrypoint: []string{f.fx}, Cmd: args}}, nil
 }
 
 func (f *fakeResolver) ResolveConstraint(_ context.Context, repo, constraint string) (string, error) {
@@ -57,7 +57,7 @@ func (f *fakeResolver) ResolveConstraint(_ context.Context, repo, constraint str
 // failingRunner fails every run (a sandbox that refuses).
 type failingRunner struct{}
 
-func (failingRunner) Run(context.Context, cache.Bundle, runtime.Invocation) (runtime.Result, error) {
+func (failingRunner) Run(context.Context, bundle.Bundle, runtime.Invocation) (runtime.Result, error) {
 	return runtime.Result{}, errors.New("sandbox refused: no user namespaces")
 }
 
@@ -114,24 +114,6 @@ func kptfile(name, pipeline string) string {
 
 func newFake(t *testing.T) *fakeResolver {
 	return &fakeResolver{fx: fnimage.Binary(t, "kptr-fx"), images: map[string][]string{}, fail: map[string]error{}}
-}
-
-func TestImageNames(t *testing.T) {
-	cases := []struct{ in, prefix, render, eval string }{
-		{"set-labels", "", "ghcr.io/kptdev/krm-functions-catalog/set-labels:latest", "ghcr.io/kptdev/krm-functions-catalog/set-labels"},
-		{"set-labels:v0.1", "reg.local/fns", "reg.local/fns/set-labels:v0.1", "reg.local/fns/set-labels:v0.1"},
-		{"gcr.io/kpt-fn/set-labels:v0.1.5", "", "gcr.io/kpt-fn/set-labels:v0.1.5", "gcr.io/kpt-fn/set-labels:v0.1.5"},
-		{"localhost:5000/fn", "", "localhost:5000/fn:latest", "localhost:5000/fn"},
-		{"gcr.io/x/fn@sha256:" + strings.Repeat("a", 64), "", "gcr.io/x/fn@sha256:" + strings.Repeat("a", 64), "gcr.io/x/fn@sha256:" + strings.Repeat("a", 64)},
-	}
-	for _, c := range cases {
-		if got := ImageName(c.in, c.prefix, true); got != c.render {
-			t.Errorf("render %q: got %q, want %q", c.in, got, c.render)
-		}
-		if got := ImageName(c.in, c.prefix, false); got != c.eval {
-			t.Errorf("eval %q: got %q, want %q", c.in, got, c.eval)
-		}
-	}
 }
 
 func TestRenderImagesThroughResolver(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/runtime"
 )
 
@@ -23,12 +23,12 @@ type cachedFake struct {
 	cached map[string]bool
 }
 
-func (c *cachedFake) ResolveCached(_ context.Context, ref string) (cache.Bundle, bool) {
+func (c *cachedFake) ResolveCached(_ context.Context, ref string) (bundle.Bundle, bool) {
 	if !c.cached[ref] {
-		return cache.Bundle{}, false
+		return bundle.Bundle{}, false
 	}
 	args := c.images[ref]
-	return cache.Bundle{Ref: ref, Config: v1.Config{Entrypoint: []string{c.fx}, Cmd: args}}, true
+	return bundle.Bundle{Ref: ref, Config: v1.Config{Entrypoint: []string{c.fx}, Cmd: args}}, true
 }
 
 // preparingRunner runs on the host and records Prepare and Run calls in
@@ -40,7 +40,7 @@ type preparingRunner struct {
 	ctxs   []context.Context // Prepare's
 }
 
-func (p *preparingRunner) note(what string, b cache.Bundle, inv runtime.Invocation) {
+func (p *preparingRunner) note(what string, b bundle.Bundle, inv runtime.Invocation) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.events = append(p.events, what+" "+b.Ref[strings.LastIndex(b.Ref, "/")+1:])
@@ -48,14 +48,14 @@ func (p *preparingRunner) note(what string, b cache.Bundle, inv runtime.Invocati
 	p.invs[what] = append(p.invs[what], inv)
 }
 
-func (p *preparingRunner) Prepare(ctx context.Context, b cache.Bundle, inv runtime.Invocation) {
+func (p *preparingRunner) Prepare(ctx context.Context, b bundle.Bundle, inv runtime.Invocation) {
 	p.note("prepare", b, inv)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.ctxs = append(p.ctxs, ctx)
 }
 
-func (p *preparingRunner) Run(ctx context.Context, b cache.Bundle, inv runtime.Invocation) (runtime.Result, error) {
+func (p *preparingRunner) Run(ctx context.Context, b bundle.Bundle, inv runtime.Invocation) (runtime.Result, error) {
 	p.note("run", b, inv)
 	return runtime.Host{}.Run(ctx, b, inv)
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/runtime"
 )
 
@@ -19,7 +19,7 @@ type pullingResolver struct {
 	pull time.Duration
 }
 
-func (p *pullingResolver) Resolve(ctx context.Context, ref string) (cache.Bundle, error) {
+func (p *pullingResolver) Resolve(ctx context.Context, ref string) (bundle.Bundle, error) {
 	time.Sleep(p.pull)
 	b, err := p.fakeResolver.Resolve(ctx, ref)
 	b.Pulled = p.pull
@@ -55,7 +55,7 @@ type slowRunner struct {
 	delay time.Duration
 }
 
-func (s slowRunner) Run(ctx context.Context, b cache.Bundle, inv runtime.Invocation) (runtime.Result, error) {
+func (s slowRunner) Run(ctx context.Context, b bundle.Bundle, inv runtime.Invocation) (runtime.Result, error) {
 	time.Sleep(s.delay)
 	return s.Host.Run(ctx, b, inv)
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kptr-dev/kptr/imageref"
 	kptv1 "github.com/kptr-dev/kptr/pipeline/kptfile/v1"
 	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
@@ -442,7 +443,7 @@ func shortName(f kptv1.Function) string {
 	if f.Image == "" {
 		return f.Exec
 	}
-	s := stripTag(f.Image)
+	s := imageref.Repository(f.Image)
 	return s[strings.LastIndex(s, "/")+1:]
 }
 
@@ -473,7 +474,7 @@ func (r *renderer) recordPrepareFailure(steps *[]kptv1.PipelineStepResult, fns [
 		if fns[i].Exec != "" {
 			st.Exec = fns[i].Exec
 		} else {
-			st.Image = ImageName(fns[i].Image, r.opts.ImagePrefix, true)
+			st.Image = imageref.Name(fns[i].Image, r.opts.ImagePrefix, true)
 		}
 	}
 	*steps = append(*steps, st)

@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/memo"
 	"github.com/kptr-dev/kptr/runtime"
 )
@@ -72,7 +72,7 @@ type countingRunner struct {
 	next runtime.Runner
 }
 
-func (c *countingRunner) Run(ctx context.Context, b cache.Bundle, inv runtime.Invocation) (runtime.Result, error) {
+func (c *countingRunner) Run(ctx context.Context, b bundle.Bundle, inv runtime.Invocation) (runtime.Result, error) {
 	c.n++
 	return c.next.Run(ctx, b, inv)
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/kptr-dev/kptr/imageref"
 	kptv1 "github.com/kptr-dev/kptr/pipeline/kptfile/v1"
 	"sigs.k8s.io/kustomize/kyaml/comments"
 	"sigs.k8s.io/kustomize/kyaml/order"
@@ -62,7 +63,7 @@ func CheckSaveFnConfig(pkgDir, fnConfig string) error {
 func savedFunction(dir string, fn EvalFunction, prefix string) (kptv1.Function, error) {
 	f := kptv1.Function{Exec: fn.Exec}
 	if fn.Image != "" {
-		f = kptv1.Function{Image: ImageName(fn.Image, prefix, false), Tag: fn.Tag}
+		f = kptv1.Function{Image: imageref.Name(fn.Image, prefix, false), Tag: fn.Tag}
 	}
 	if !fn.Selector.IsEmpty() {
 		f.Selectors = []kptv1.Selector{fn.Selector}

@@ -8,15 +8,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/runtime"
 )
 
 // recordingRunner echoes stdin (a function that changes nothing) and keeps
 // the bundles it was asked to run.
-type recordingRunner struct{ bundles []cache.Bundle }
+type recordingRunner struct{ bundles []bundle.Bundle }
 
-func (r *recordingRunner) Run(_ context.Context, b cache.Bundle, inv runtime.Invocation) (runtime.Result, error) {
+func (r *recordingRunner) Run(_ context.Context, b bundle.Bundle, inv runtime.Invocation) (runtime.Result, error) {
 	r.bundles = append(r.bundles, b)
 	in, err := io.ReadAll(inv.Stdin)
 	return runtime.Result{Stdout: in}, err

@@ -5,7 +5,7 @@
 //
 //   - runtime/namespace: the function in its own user, mount, pid,
 //     network, ipc and uts namespaces, the image as its root (the strong
-//     tier; kptr's C container init runtime/nsinit, or runc's libcontainer).
+//     tier; kptr's C container init runtime/launcher, or runc's libcontainer).
 //   - runtime/landlock: no namespaces; the function a child of kptr
 //     confined by Landlock, seccomp and rlimits (Kubernetes RuntimeDefault
 //     pods).

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	securejoin "github.com/cyphar/filepath-securejoin"
-	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/bundle"
 )
 
 // Host runs functions without a sandbox: kpt's exec functions (a Bundle
@@ -27,7 +27,7 @@ type Host struct {
 }
 
 // Run implements Runner.
-func (h Host) Run(ctx context.Context, b cache.Bundle, inv Invocation) (Result, error) {
+func (h Host) Run(ctx context.Context, b bundle.Bundle, inv Invocation) (Result, error) {
 	start := time.Now()
 	res, err := h.run(ctx, b, inv)
 	res.Duration = time.Since(start)
@@ -41,7 +41,7 @@ func (h Host) Run(ctx context.Context, b cache.Bundle, inv Invocation) (Result, 
 	return res, nil
 }
 
-func (h Host) run(ctx context.Context, b cache.Bundle, inv Invocation) (Result, error) {
+func (h Host) run(ctx context.Context, b bundle.Bundle, inv Invocation) (Result, error) {
 	var cmd *exec.Cmd
 	if b.Rootfs == "" {
 		args := append(append([]string(nil), b.Config.Entrypoint...), b.Config.Cmd...)
@@ -119,8 +119,8 @@ func ignoreExit(err error) error {
 // RunImage is Run for every sandbox tier: exec functions (no Rootfs) through
 // Host, images through run, timed, with failures wrapped in a RunError that
 // names the image.
-func RunImage(ctx context.Context, b cache.Bundle, inv Invocation, timeout time.Duration, maxOutput int64,
-	run func(context.Context, cache.Bundle, Invocation) (Result, error)) (Result, error) {
+func RunImage(ctx context.Context, b bundle.Bundle, inv Invocation, timeout time.Duration, maxOutput int64,
+	run func(context.Context, bundle.Bundle, Invocation) (Result, error)) (Result, error) {
 	if b.Rootfs == "" {
 		return Host{Timeout: timeout, MaxOutput: maxOutput}.Run(ctx, b, inv)
 	}

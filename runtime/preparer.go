@@ -3,7 +3,7 @@ package runtime
 import (
 	"context"
 
-	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/bundle"
 )
 
 // Preparer is implemented by runners that can set up the sandbox of a run
@@ -11,5 +11,5 @@ import (
 // function while the current one runs. Prepare never fails: when the
 // sandbox cannot be prepared, the later Run simply starts it cold.
 type Preparer interface {
-	Prepare(ctx context.Context, b cache.Bundle, inv Invocation)
+	Prepare(ctx context.Context, b bundle.Bundle, inv Invocation)
 }

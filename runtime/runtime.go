@@ -5,7 +5,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/bundle"
 )
 
 // Invocation is one call of a function: what it reads and what it may use.
@@ -53,5 +53,5 @@ type Result struct {
 
 // Runner runs a bundle. Implementations are safe for concurrent use.
 type Runner interface {
-	Run(ctx context.Context, b cache.Bundle, inv Invocation) (Result, error)
+	Run(ctx context.Context, b bundle.Bundle, inv Invocation) (Result, error)
 }

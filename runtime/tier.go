@@ -82,6 +82,12 @@ type Settings struct {
 	// cache), checked by Open for a tier that needs something of it
 	// (ImageDirChecker); "" skips the check.
 	ImageDir string
+	// CompileCache is where a tier keeps the code it compiles (see
+	// WithCompileCache); "" keeps it in memory only.
+	CompileCache string
+	// CompileNotice, when set, is told the name of each function whose
+	// code a run compiles afresh (see WithCompileNotice).
+	CompileNotice func(name string)
 
 	tier []func(any)
 }

@@ -38,7 +38,7 @@ func tierWith(t *testing.T, name string, opts ...runtime.Option) tier {
 	sb, err := rt.Open(opts...)
 	must(t, err)
 	t.Cleanup(func() { sb.Close() })
-	return tier{name, sb, bundle}
+	return tier{name, sb, testBundle}
 }
 
 // privateRSS is RssAnon + RssShmem of /proc/<pid>/status, in bytes.
@@ -166,7 +166,7 @@ func TestTiersMemoryBound(t *testing.T) {
 			t.Skip("the namespace tier enforces memory through cgroups, not delegated here (kptr doctor: cgroups degraded)")
 		}
 		tr = tierWith(t, tr.name, runtime.WithLimits(runtime.Limits{Memory: limit, Pids: 64, TmpSize: 64 << 20}))
-		res, err := tr.r.Run(context.Background(), bundle(t, "alloc", "64"), runtime.Invocation{})
+		res, err := tr.r.Run(context.Background(), testBundle(t, "alloc", "64"), runtime.Invocation{})
 		if err != nil || res.ExitCode != 0 {
 			t.Fatalf("%s: 64 MiB within a 256 MiB limit: %v exit %d %q", tr.name, err, res.ExitCode, res.Stderr)
 		}
@@ -191,7 +191,7 @@ func TestTiersMemoryBound(t *testing.T) {
 				}
 			}()
 			start := time.Now()
-			res, err := tr.r.Run(context.Background(), bundle(t, append(args, marker)...), runtime.Invocation{Timeout: 8 * time.Second})
+			res, err := tr.r.Run(context.Background(), testBundle(t, append(args, marker)...), runtime.Invocation{Timeout: 8 * time.Second})
 			stopSampling <- struct{}{}
 			<-done
 			t.Logf("%s %v: %v exit %d in %s, peak %d MiB, stdout %q, stderr %.200q", tr.name, args, err, res.ExitCode,
@@ -226,7 +226,7 @@ func TestTiersDiskBound(t *testing.T) {
 		}
 		dir := filepath.Join(testTmp, "state-disk-"+tr.name)
 		tr = tierWith(t, tr.name, runtime.WithStateDir(dir), runtime.WithLimits(runtime.Limits{Memory: 1 << 30, Pids: 64, TmpSize: tmp}))
-		res, err := tr.r.Run(context.Background(), bundle(t, "fill", "4", "8"), runtime.Invocation{})
+		res, err := tr.r.Run(context.Background(), testBundle(t, "fill", "4", "8"), runtime.Invocation{})
 		if err != nil || res.ExitCode != 0 || !strings.Contains(string(res.Stdout), "filled: 32 MiB") {
 			t.Fatalf("%s: 32 MiB within the bound: %v exit %d %q %q", tr.name, err, res.ExitCode, res.Stdout, res.Stderr)
 		}
@@ -237,7 +237,7 @@ func TestTiersDiskBound(t *testing.T) {
 		// files held by a process that tried to make itself non-dumpable
 		// (its descriptors then root's to read).
 		for _, mode := range []string{"fill", "fill-unlinked", "fill-unlinked-nodump", "fill-deep", "fill-deeper"} {
-			res, err = tr.r.Run(context.Background(), bundle(t, mode, "40", "8"), runtime.Invocation{Timeout: 30 * time.Second})
+			res, err = tr.r.Run(context.Background(), testBundle(t, mode, "40", "8"), runtime.Invocation{Timeout: 30 * time.Second})
 			f := facts(string(res.Stdout))
 			t.Logf("%s %s: %v exit %d %v", tr.name, mode, err, res.ExitCode, f)
 			filled, _ := strconv.Atoi(strings.TrimSuffix(f["filled"], " MiB"))
@@ -283,7 +283,7 @@ func TestTiersKilledKptrLeavesNothing(t *testing.T) {
 			time.Sleep(300 * time.Millisecond) // the function writes
 			fmt.Println("started")
 		}()
-		_, err := tr.r.Run(context.Background(), bundle(t, "fill-sleep", marker, "4", "4"), runtime.Invocation{Timeout: time.Minute})
+		_, err := tr.r.Run(context.Background(), testBundle(t, "fill-sleep", marker, "4", "4"), runtime.Invocation{Timeout: time.Minute})
 		t.Fatalf("the run ended: %v", err)
 	}
 	forEachTier(t, func(t *testing.T, tr tier) {
@@ -458,7 +458,7 @@ func TestTiersSharedMemoryBound(t *testing.T) {
 					}
 				}
 			}()
-			res, err := tr.r.Run(context.Background(), bundle(t, "shm-hold", how, "12", "50"), runtime.Invocation{Timeout: 20 * time.Second})
+			res, err := tr.r.Run(context.Background(), testBundle(t, "shm-hold", how, "12", "50"), runtime.Invocation{Timeout: 20 * time.Second})
 			close(stop)
 			<-done
 			t.Logf("%s %s: %v exit %d, host shmem peak +%d MiB, stdout %q", tr.name, how, err, res.ExitCode, peak>>10, res.Stdout)

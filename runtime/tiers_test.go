@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/runtime"
 	"github.com/kptr-dev/kptr/runtime/wasm"
 	"github.com/kptr-dev/kptr/test/fnimage"
@@ -33,14 +33,14 @@ import (
 type tier struct {
 	name   string
 	r      runtime.Sandbox
-	bundle func(t testing.TB, cmd ...string) cache.Bundle
+	bundle func(t testing.TB, cmd ...string) bundle.Bundle
 }
 
 func forEachTier(t *testing.T, f func(t *testing.T, tr tier)) {
 	for _, rt := range runtime.Tiers() {
 		name := rt.Info().Name
 		t.Run(name, func(t *testing.T) {
-			b := bundle
+			b := testBundle
 			if name == wasm.Name {
 				b = wasmBundle
 			}
@@ -51,8 +51,8 @@ func forEachTier(t *testing.T, f func(t *testing.T, tr tier)) {
 
 // wasmBundle is the hostile fixture as a wasm image: the module, the image
 // config of the test image's bundle.
-func wasmBundle(t testing.TB, cmd ...string) cache.Bundle {
-	b := bundle(t, cmd...)
+func wasmBundle(t testing.TB, cmd ...string) bundle.Bundle {
+	b := testBundle(t, cmd...)
 	b.Rootfs, b.Wasm = "", fnimage.WasmModule(t, "wasm-hostile", "js")
 	return b
 }

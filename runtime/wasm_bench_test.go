@@ -12,7 +12,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/runtime"
 	"github.com/kptr-dev/kptr/runtime/wasm"
 	"github.com/kptr-dev/kptr/test/fnimage"
@@ -52,18 +52,18 @@ func BenchmarkSetNamespace(b *testing.B) {
 			b.Run("wasm-js/cold", func(b *testing.B) {
 				for i := 0; i < b.N; i++ {
 					r := wasm.New()
-					runOnce(b, r, cache.Bundle{Ref: "set-namespace", Wasm: jsMod}, input)
+					runOnce(b, r, bundle.Bundle{Ref: "set-namespace", Wasm: jsMod}, input)
 					r.Close()
 				}
 			})
 			dir := b.TempDir()
 			warmUp := wasm.New(wasm.WithCacheDir(dir))
-			runOnce(b, warmUp, cache.Bundle{Ref: "set-namespace", Wasm: jsMod}, input)
+			runOnce(b, warmUp, bundle.Bundle{Ref: "set-namespace", Wasm: jsMod}, input)
 			warmUp.Close()
 			b.Run("wasm-js/cached", func(b *testing.B) {
 				for i := 0; i < b.N; i++ {
 					r := wasm.New(wasm.WithCacheDir(dir))
-					runOnce(b, r, cache.Bundle{Ref: "set-namespace", Wasm: jsMod}, input)
+					runOnce(b, r, bundle.Bundle{Ref: "set-namespace", Wasm: jsMod}, input)
 					r.Close()
 				}
 			})
@@ -71,7 +71,7 @@ func BenchmarkSetNamespace(b *testing.B) {
 				b.Run("wasm-"+goos+"/warm", func(b *testing.B) {
 					r := wasm.New()
 					defer r.Close()
-					bn := cache.Bundle{Ref: "set-namespace", Wasm: mod}
+					bn := bundle.Bundle{Ref: "set-namespace", Wasm: mod}
 					runOnce(b, r, bn, input)
 					benchRuns(b, r, bn, input)
 				})
@@ -80,14 +80,14 @@ func BenchmarkSetNamespace(b *testing.B) {
 	}
 }
 
-func benchRuns(b *testing.B, r runtime.Runner, bn cache.Bundle, input string) {
+func benchRuns(b *testing.B, r runtime.Runner, bn bundle.Bundle, input string) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		runOnce(b, r, bn, input)
 	}
 }
 
-func runOnce(b *testing.B, r runtime.Runner, bn cache.Bundle, input string) {
+func runOnce(b *testing.B, r runtime.Runner, bn bundle.Bundle, input string) {
 	res, err := r.Run(context.Background(), bn, runtime.Invocation{Stdin: strings.NewReader(input)})
 	if err != nil || res.ExitCode != 0 || !strings.Contains(string(res.Stdout), "namespace: bench") {
 		b.Fatalf("%v exit %d: %.300s", err, res.ExitCode, res.Stderr)
@@ -101,7 +101,7 @@ var (
 
 // nativeSetNamespace is the test image (with /proc and /dev) with the
 // fixture set-namespace as its function.
-func nativeSetNamespace(b *testing.B) cache.Bundle {
+func nativeSetNamespace(b *testing.B) bundle.Bundle {
 	nativeOnce.Do(func() {
 		src := directRootfs(b)
 		dir := filepath.Join(testTmp, "cache", "rootfs-set-namespace")
@@ -113,7 +113,7 @@ func nativeSetNamespace(b *testing.B) cache.Bundle {
 		copyFile(b, fnimage.Binary(b, "set-namespace"), fn, 0o755)
 		nativeRootfs = dir
 	})
-	return cache.Bundle{Ref: "set-namespace", Rootfs: nativeRootfs,
+	return bundle.Bundle{Ref: "set-namespace", Rootfs: nativeRootfs,
 		Config: v1.Config{Entrypoint: []string{"function"}, Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin"}}}
 }
 

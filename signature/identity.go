@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/kptr-dev/kptr/imageref"
 )
 
 // ref is an image reference in containers/image's normalised spelling
@@ -29,39 +29,17 @@ func (r ref) String() string {
 }
 
 // parseRef parses s as containers/image would (a name without registry is
-// on docker.io, a docker.io name without namespace in library/).
+// on docker.io, a docker.io name without namespace in library/), through
+// imageref; a digest must be sha256's.
 func parseRef(s string) (ref, error) {
-	var out ref
-	rest := s
-	if i := strings.LastIndex(rest, "@"); i >= 0 {
-		out.digest, rest = rest[i+1:], rest[:i]
-		if !strings.HasPrefix(out.digest, "sha256:") || len(out.digest) != 7+64 {
-			return ref{}, fmt.Errorf("reference %q: bad digest", s)
-		}
-	}
-	if i := strings.LastIndex(rest, ":"); i >= 0 && !strings.Contains(rest[i+1:], "/") {
-		out.tag, rest = rest[i+1:], rest[:i]
-	}
-	repo, err := name.NewRepository(rest)
+	r, err := imageref.Parse(s)
 	if err != nil {
 		return ref{}, fmt.Errorf("reference %q: %w", s, err)
 	}
-	if out.tag != "" {
-		if _, err := name.NewTag(rest + ":" + out.tag); err != nil {
-			return ref{}, fmt.Errorf("reference %q: %w", s, err)
-		}
+	if r.Digest != "" && (!strings.HasPrefix(r.Digest, "sha256:") || len(r.Digest) != 7+64) {
+		return ref{}, fmt.Errorf("reference %q: bad digest", s)
 	}
-	out.repo = normalRepo(repo)
-	return out, nil
-}
-
-// normalRepo is repo's name as containers/image spells it.
-func normalRepo(r name.Repository) string {
-	reg := r.RegistryStr()
-	if reg == name.DefaultRegistry || reg == "registry-1.docker.io" {
-		reg = "docker.io"
-	}
-	return reg + "/" + r.RepositoryStr()
+	return ref{repo: r.Logical(), tag: r.Tag, digest: r.Digest}, nil
 }
 
 // scopes lists the docker scopes that may apply to r, most specific first:

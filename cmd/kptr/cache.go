@@ -18,9 +18,11 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/cobra"
 
+	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/imageref"
 	"github.com/kptr-dev/kptr/memo"
-	"github.com/kptr-dev/kptr/runtime/wasm"
+	"github.com/kptr-dev/kptr/runtime"
 )
 
 // openCache opens the image cache the global flags describe. Pull progress
@@ -42,14 +44,14 @@ func (g *globals) openCacheWith(lvl slog.Level, extra ...cache.Option) (*cache.C
 	// refused a bad one already, naming its flag or its variable.
 	pulls := g.flags == nil || applies(g.flags, "mirror")
 	policy := cache.PullIfNotPresent
-	var mirrors []cache.Mirror
+	var mirrors []imageref.Mirror
 	if pulls {
 		var err error
 		if policy, err = cache.ParsePullPolicy(g.pullPolicy); err != nil {
 			return nil, usageError("%s: %v", g.settingFrom("image-pull-policy", "KPTR_IMAGE_PULL_POLICY"), err)
 		}
 		for _, m := range g.mirrors {
-			mm, err := cache.ParseMirror(m)
+			mm, err := imageref.ParseMirror(m)
 			if err != nil {
 				return nil, usageError("%s: %v", g.settingFrom("mirror", "KPTR_MIRRORS"), err)
 			}
@@ -158,7 +160,7 @@ reference, 3 a registry or cache error).`,
 		}
 		defer c.Close()
 		var failed error
-		bundles := make([]cache.Bundle, len(args))
+		bundles := make([]bundle.Bundle, len(args))
 		for i, ref := range args {
 			b, err := c.Resolve(ctx, ref)
 			if err != nil {
@@ -410,17 +412,16 @@ const compiledGrace = time.Hour
 // the images just removed), with --max-age what was not used for that
 // long, with --all everything; code used within the last hour stays.
 func (g *globals) pruneCompiled(c *cache.Cache, maxAge time.Duration, all, dry bool, verb string) error {
-	keep := map[string]bool{}
-	bundles, err := c.WasmBundles()
+	keep, err := c.WasmBundles()
 	if err != nil {
 		return err
 	}
-	for _, b := range bundles {
-		if sum, err := wasm.ModuleSum(b); err == nil {
-			keep[sum] = true
-		}
+	t, ok := runtime.Lookup(runtime.Wasm)
+	pr, ok2 := t.(runtime.CompiledPruner)
+	if !ok || !ok2 {
+		return nil
 	}
-	rep, err := wasm.PruneCompiled(filepath.Join(c.Dir(), cache.WasmDir), wasm.PruneOptions{Keep: keep, All: all, MaxAge: maxAge, Grace: compiledGrace, DryRun: dry})
+	rep, err := pr.PruneCompiled(filepath.Join(c.Dir(), cache.WasmDir), keep, runtime.PruneOptions{All: all, MaxAge: maxAge, Grace: compiledGrace, DryRun: dry})
 	if err != nil {
 		return fmt.Errorf("pruning compiled wasm code: %w", err)
 	}
@@ -635,8 +636,8 @@ func stdinToFile(r io.Reader) (string, error) {
 // repositoryOnly returns the repository ref names (after the image prefix
 // rule) when ref has neither a tag nor a digest.
 func repositoryOnly(ref, prefix string) (name.Repository, bool) {
-	named := cache.ApplyImagePrefix(strings.TrimSpace(ref), prefix)
-	if strings.Contains(named, "@") || strings.Contains(named[strings.LastIndex(named, "/")+1:], ":") {
+	named := imageref.ApplyPrefix(strings.TrimSpace(ref), prefix)
+	if imageref.HasTagOrDigest(named) {
 		return name.Repository{}, false
 	}
 	repo, err := name.NewRepository(named)

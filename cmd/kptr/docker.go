@@ -16,10 +16,11 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/cache"
 	"github.com/kptr-dev/kptr/cmd/kptr/internal/dockerface"
+	"github.com/kptr-dev/kptr/imageref"
 	"github.com/kptr-dev/kptr/runtime"
-	"github.com/kptr-dev/kptr/runtime/landlock"
 )
 
 // The docker face. Invoked as docker, podman or nerdctl (a link to kptr),
@@ -218,7 +219,7 @@ func (g *globals) dockerRun(ctx context.Context, r dockerface.Run) (int, error) 
 		return dockerExitNotFound, err
 	case errors.Is(err, runtime.ErrNotExecutable):
 		return dockerExitNotExecutable, err
-	case errors.Is(err, landlock.ErrMounts):
+	case errors.Is(err, runtime.ErrNoMounts):
 		// the tier's own words name kpt fn eval's flag; this caller wrote
 		// docker run's, and may not know which tier runs here
 		return dockerExitFailed, fmt.Errorf("%s: run --mount needs kptr's namespace tier; here kptr runs its landlock tier (no user namespaces), which has no mount namespace", r.Image)
@@ -234,7 +235,7 @@ func (g *globals) dockerRun(ctx context.Context, r dockerface.Run) (int, error) 
 
 // resolver is what dockerRun resolves an image through.
 type resolver interface {
-	Resolve(ctx context.Context, ref string) (cache.Bundle, error)
+	Resolve(ctx context.Context, ref string) (bundle.Bundle, error)
 }
 
 // dockerVersion prints the version: docker's short line for --version, a
@@ -308,10 +309,7 @@ func newDockerImage(im cache.Image) dockerImage {
 	d := dockerImage{Id: im.Digest.String(), RepoTags: []string{}, RepoDigests: []string{}, Size: im.Bytes}
 	for _, r := range im.Refs {
 		d.RepoTags = append(d.RepoTags, r)
-		repo := r
-		if i := strings.LastIndex(r, ":"); i > strings.LastIndex(r, "/") {
-			repo = r[:i]
-		}
+		repo, _, _ := imageref.Split(r)
 		d.RepoDigests = append(d.RepoDigests, repo+"@"+im.Digest.String())
 	}
 	d.Os, d.Architecture, _ = strings.Cut(im.Platform, "/")
@@ -402,9 +400,9 @@ func (g *globals) dockerImages(ctx context.Context, cmd dockerface.Command) erro
 		for _, im := range list {
 			d := newDockerImage(im)
 			for _, ref := range d.RepoTags {
-				repo, tag := ref, "<none>"
-				if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
-					repo, tag = ref[:i], ref[i+1:]
+				repo, tag, _ := imageref.Split(ref)
+				if tag == "" {
+					tag = "<none>"
 				}
 				if len(cmd.Images) == 1 && repo != cmd.Images[0] && ref != cmd.Images[0] {
 					continue

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/kptr-dev/kptr/cmd/kptr/internal/dockerface"
 	"go/scanner"
 	"go/token"
 	"io/fs"
@@ -16,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kptr-dev/kptr/cmd/kptr/internal/dockerface"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kptr-dev/kptr/fnenv"
 	"github.com/kptr-dev/kptr/runtime"
 	"github.com/kptr-dev/kptr/signature"
 )
@@ -100,27 +101,18 @@ func (g *globals) doctorSandbox() error {
 	if runtime.CanMapRange() {
 		who = "root (functions still never hold host root)"
 	}
-	mode := g.sandbox
-	if mode == "" {
-		mode = sandboxAuto
+	choice, err := fnenv.Choose(g.sandbox, tiers, results)
+	if err != nil {
+		return err
 	}
 	fmt.Fprintln(w)
-	if mode == sandboxNone {
+	if choice.None {
 		fmt.Fprintln(w, "sandbox: none (--sandbox=none, KPTR_SANDBOX=none): functions run without a sandbox, by the operator's choice")
 		return nil
 	}
-	// The tier mode picks: the named one, or auto's first that can run.
-	var why []string
-	for i, t := range tiers {
-		info := t.Info()
-		if mode != info.Name && (mode != sandboxAuto || info.Auto == 0) {
-			continue
-		}
-		err := runtime.Required(results[i])
-		if err != nil {
-			why = append(why, fmt.Sprintf("%s tier: %v", info.Name, err))
-			continue
-		}
+	why := choice.Passed
+	if i := choice.Tier; i >= 0 {
+		t, info := tiers[i], tiers[i].Info()
 		where := ""
 		if i > 0 {
 			where = " in the " + info.Name + " tier"
@@ -131,7 +123,7 @@ func (g *globals) doctorSandbox() error {
 			// auto passed over stronger tiers (why[0] is the first's refusal)
 			_, first, _ := strings.Cut(why[0], ": ")
 			fmt.Fprintf(w, "tier: %s, because the %s tier is unavailable: %s\n", info.Name, tiers[0].Info().Name, first)
-		case mode == info.Name && i > 0:
+		case g.sandbox == info.Name && i > 0:
 			fmt.Fprintf(w, "tier: %s (chosen by --sandbox=%s)\n", info.Name, info.Name)
 		default:
 			fmt.Fprintf(w, "tier: %s\n", info.Name)

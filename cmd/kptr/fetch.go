@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/cache"
 )
 
@@ -68,7 +69,7 @@ func newFetchingResolver(env *lazyEnv, timeout time.Duration) *fetchingResolver 
 	return &fetchingResolver{env: env, timeout: timeout, detach: !testing.Testing()}
 }
 
-func (r *fetchingResolver) Resolve(ctx context.Context, ref string) (cache.Bundle, error) {
+func (r *fetchingResolver) Resolve(ctx context.Context, ref string) (bundle.Bundle, error) {
 	if !r.detach || r.env.g.offline || r.env.init() != nil || r.env.c.Unpacked(ref) {
 		return r.env.Resolve(ctx, ref) // no download (or lazyEnv's own error)
 	}
@@ -82,7 +83,7 @@ func (r *fetchingResolver) Resolve(ctx context.Context, ref string) (cache.Bundl
 		return r.env.Resolve(ctx, ref)
 	}
 	if err := r.wait(ctx, bf, ref, since); err != nil {
-		return cache.Bundle{}, err
+		return bundle.Bundle{}, err
 	}
 	// Cached now, or the fetch ended without saying why (killed): the
 	// cache pulls what is missing, resuming the fetch's partial files.
@@ -97,7 +98,7 @@ func (r *fetchingResolver) ResolveConstraint(ctx context.Context, repo, constrai
 
 // ResolveCached resolves ref only if the cache already holds it (for
 // preparing the next function's sandbox): nothing to fetch.
-func (r *fetchingResolver) ResolveCached(ctx context.Context, ref string) (cache.Bundle, bool) {
+func (r *fetchingResolver) ResolveCached(ctx context.Context, ref string) (bundle.Bundle, bool) {
 	return r.env.ResolveCached(ctx, ref)
 }
 

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/bundle"
 )
 
 // Fetching a render's images ahead (pipeline.Fetcher). fn render asks, once
@@ -34,7 +34,7 @@ type aheadFetch struct {
 	ref  string
 	ctx  context.Context // the render's: ended, the fetch is no outcome
 	done chan struct{}
-	b    cache.Bundle
+	b    bundle.Bundle
 	err  error
 }
 
@@ -108,7 +108,7 @@ func (l *lazyEnv) fetchWorker() {
 // outcome while this turn's context is live: the turn pulls itself. A turn
 // whose own context ends while it waits resolves as it would have (the
 // cache's Resolve on an ended context).
-func (l *lazyEnv) resolve(ctx context.Context, ref string) (cache.Bundle, error) {
+func (l *lazyEnv) resolve(ctx context.Context, ref string) (bundle.Bundle, error) {
 	fa := &l.ahead
 	fa.mu.Lock()
 	f := fa.fetches[ref]

@@ -13,11 +13,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/cache"
 	"github.com/kptr-dev/kptr/pipeline"
 	kptv1 "github.com/kptr-dev/kptr/pipeline/kptfile/v1"
 	"github.com/kptr-dev/kptr/runtime"
-	"github.com/kptr-dev/kptr/runtime/wasm"
 )
 
 // lazyEnv opens the cache and the sandbox only when a function image is
@@ -125,7 +125,7 @@ func (s *lazySandbox) openQuiet() (runtime.Runner, error) {
 	return s.r, s.err
 }
 
-func (s *lazySandbox) Run(ctx context.Context, b cache.Bundle, inv runtime.Invocation) (runtime.Result, error) {
+func (s *lazySandbox) Run(ctx context.Context, b bundle.Bundle, inv runtime.Invocation) (runtime.Result, error) {
 	if b.Wasm != "" {
 		// wasm functions run in kptr's process, whatever the sandbox tier
 		return s.g.wasmRunner().Run(ctx, b, inv)
@@ -139,7 +139,7 @@ func (s *lazySandbox) Run(ctx context.Context, b cache.Bundle, inv runtime.Invoc
 
 // Prepare forwards to the sandbox. KPTR_PREPARE=false (or 0) turns preparing off
 // (every sandbox starts cold).
-func (s *lazySandbox) Prepare(ctx context.Context, b cache.Bundle, inv runtime.Invocation) {
+func (s *lazySandbox) Prepare(ctx context.Context, b bundle.Bundle, inv runtime.Invocation) {
 	if s.g.envOff("KPTR_PREPARE") || b.Wasm != "" {
 		return
 	}
@@ -150,10 +150,10 @@ func (s *lazySandbox) Prepare(ctx context.Context, b cache.Bundle, inv runtime.I
 	}
 }
 
-func (l *lazyEnv) Resolve(ctx context.Context, ref string) (cache.Bundle, error) {
+func (l *lazyEnv) Resolve(ctx context.Context, ref string) (bundle.Bundle, error) {
 	if err := l.initTurn(); err != nil {
 		l.cause.note(err)
-		return cache.Bundle{}, err
+		return bundle.Bundle{}, err
 	}
 	b, err := l.resolve(ctx, ref)
 	if err != nil && l.memo {
@@ -184,7 +184,7 @@ func (l *lazyEnv) resolveConstraint(ctx context.Context, repo, constraint string
 	return "", errors.New("the image cache cannot resolve tag constraints")
 }
 
-func (l *lazyEnv) Run(ctx context.Context, b cache.Bundle, inv runtime.Invocation) (runtime.Result, error) {
+func (l *lazyEnv) Run(ctx context.Context, b bundle.Bundle, inv runtime.Invocation) (runtime.Result, error) {
 	if err := l.initTurn(); err != nil {
 		l.cause.note(err)
 		return runtime.Result{}, err
@@ -350,15 +350,15 @@ func (g *globals) wasmRunner() runtime.Runner {
 			opts = append(opts, runtime.WithMaxOutput(maxOut))
 		}
 		if g.cacheDir != "" {
-			opts = append(opts, wasm.WithCompileCache(filepath.Join(g.cacheDir, cache.WasmDir)))
+			opts = append(opts, runtime.WithCompileCache(filepath.Join(g.cacheDir, cache.WasmDir)))
 		}
 		if g.progress != "none" {
 			// a compilation takes seconds to minutes: the progress says so
-			opts = append(opts, wasm.WithNotice(func(name string) {
+			opts = append(opts, runtime.WithCompileNotice(func(name string) {
 				fmt.Fprintf(g.stderr, "compiling the wasm module of %s (once per module: kptr prewarm and kptr cache pull --allow-alpha-wasm compile ahead)\n", name)
 			}))
 		}
-		t, ok := runtime.Lookup(wasm.Name)
+		t, ok := runtime.Lookup(runtime.Wasm)
 		if !ok {
 			g.wasmErr = errors.New("the wasm tier is not registered")
 			return
@@ -380,7 +380,7 @@ func (g *globals) wasmRunner() runtime.Runner {
 // failingRunner fails every run with err.
 type failingRunner struct{ err error }
 
-func (f failingRunner) Run(context.Context, cache.Bundle, runtime.Invocation) (runtime.Result, error) {
+func (f failingRunner) Run(context.Context, bundle.Bundle, runtime.Invocation) (runtime.Result, error) {
 	return runtime.Result{}, f.err
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/cache"
 	"github.com/kptr-dev/kptr/pipeline"
 	"github.com/kptr-dev/kptr/runtime"
@@ -400,7 +401,7 @@ type causeResolver struct {
 	rec  *causeRecorder
 }
 
-func (r *causeResolver) Resolve(ctx context.Context, ref string) (cache.Bundle, error) {
+func (r *causeResolver) Resolve(ctx context.Context, ref string) (bundle.Bundle, error) {
 	b, err := r.next.Resolve(ctx, ref)
 	r.rec.note(err)
 	return b, err
@@ -417,7 +418,7 @@ type causeRunner struct {
 	rec  *causeRecorder
 }
 
-func (r *causeRunner) Run(ctx context.Context, b cache.Bundle, inv runtime.Invocation) (runtime.Result, error) {
+func (r *causeRunner) Run(ctx context.Context, b bundle.Bundle, inv runtime.Invocation) (runtime.Result, error) {
 	res, err := r.next.Run(ctx, b, inv)
 	r.rec.note(err)
 	return res, err

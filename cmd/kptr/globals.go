@@ -16,6 +16,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/fnenv"
+	"github.com/kptr-dev/kptr/imageref"
 	"github.com/kptr-dev/kptr/pipeline"
 
 	"github.com/kptr-dev/kptr/runtime"
@@ -131,7 +133,7 @@ func (g *globals) settings() []settingGroup {
 			fs.StringVar(&g.progress, "progress", envOr(env("KPTR_PROGRESS"), "auto"), "auto (bars on a terminal), plain (log lines) or none (KPTR_PROGRESS)")
 		}},
 		{scopeNames, func(fs *pflag.FlagSet) {
-			fs.StringVar(&g.imagePrefix, "image-prefix", envOr(env("KPT_IMAGE_PREFIX"), cache.DefaultImagePrefix), "prefix for image names without a '/'; '' for none (KPT_IMAGE_PREFIX)")
+			fs.StringVar(&g.imagePrefix, "image-prefix", envOr(env("KPT_IMAGE_PREFIX"), imageref.DefaultPrefix), "prefix for image names without a '/'; '' for none (KPT_IMAGE_PREFIX)")
 		}},
 		{scopeRun, func(fs *pflag.FlagSet) {
 			fs.DurationVar(&g.fnTimeout, "fn-timeout", envDuration(env("KPTR_FN_TIMEOUT"), 5*time.Minute), "time limit of one function run (KPTR_FN_TIMEOUT)")
@@ -273,7 +275,7 @@ func (g *globals) checkSettings(fs *pflag.FlagSet) error {
 		return usageError("%s: %v", from("image-pull-policy", "KPTR_IMAGE_PULL_POLICY"), err)
 	}
 	for _, m := range g.mirrors {
-		if _, err := cache.ParseMirror(m); on("mirror") && err != nil {
+		if _, err := imageref.ParseMirror(m); on("mirror") && err != nil {
 			return usageError("%s: %v", from("mirror", "KPTR_MIRRORS"), err)
 		}
 	}
@@ -288,8 +290,8 @@ func (g *globals) checkSettings(fs *pflag.FlagSet) error {
 			return usageError("%s: want a registry HOST[:PORT] (e.g. registry.local:5000), got %s", from("insecure-registry", "KPTR_INSECURE_REGISTRIES"), shown)
 		}
 	}
-	if _, tier := runtime.Lookup(g.sandbox); !tier && g.sandbox != sandboxAuto && g.sandbox != sandboxNone && g.sandbox != "" && on("sandbox") {
-		return usageError("%s: want %s, got %q", from("sandbox", "KPTR_SANDBOX"), sandboxModes(), g.sandbox)
+	if _, err := fnenv.ParseSandbox(g.sandbox, from("sandbox", "KPTR_SANDBOX")); on("sandbox") && err != nil {
+		return err
 	}
 	switch g.memo {
 	case memoOn, memoOff, "":
@@ -449,7 +451,7 @@ func splitList(s string) []string {
 // --image-prefix means no prefix at all.
 func (g *globals) prefix() string {
 	if g.imagePrefix == "" {
-		return cache.NoImagePrefix
+		return imageref.NoPrefix
 	}
 	return g.imagePrefix
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/fnenv"
 	"github.com/kptr-dev/kptr/memo"
 	"github.com/kptr-dev/kptr/runtime"
 )
@@ -44,10 +45,7 @@ func (g *globals) memoRunner(c *cache.Cache, next runtime.Runner) runtime.Runner
 // its image and invocation: the sandbox tier asked for and the overlay
 // switch (a read-only image can fail a function a writable one does not).
 func (g *globals) memoVariant() string {
-	sb := g.sandbox
-	if sb == "" {
-		sb = sandboxAuto
-	}
+	sb, _ := fnenv.ParseSandbox(g.sandbox, "--sandbox")
 	overlay := "" // on unless set off (the key of a default run is unchanged)
 	if g.envOff("KPTR_OVERLAY") {
 		overlay = "0"

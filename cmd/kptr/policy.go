@@ -12,7 +12,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/pflag"
 
-	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/bundle"
+	"github.com/kptr-dev/kptr/imageref"
 	"github.com/kptr-dev/kptr/pipeline"
 	"github.com/kptr-dev/kptr/runtime"
 )
@@ -205,7 +206,7 @@ func imageAllowed(ref string, patterns []string) (bool, error) {
 	if _, err := name.ParseReference(ref); err != nil {
 		return false, fmt.Errorf("image %q: %v", ref, err)
 	}
-	repo := repoPart(ref)
+	repo := imageref.Repository(ref)
 	for _, pat := range patterns {
 		re, err := compileImagePattern(pat)
 		if err != nil {
@@ -216,17 +217,6 @@ func imageAllowed(ref string, patterns []string) (bool, error) {
 		}
 	}
 	return false, nil
-}
-
-// repoPart strips a reference's @digest and :tag (a ':' after the last '/').
-func repoPart(ref string) string {
-	if i := strings.Index(ref, "@"); i >= 0 {
-		ref = ref[:i]
-	}
-	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
-		ref = ref[:i]
-	}
-	return ref
 }
 
 // policyError is a refusal by the operator policy: an input error (exit 2),
@@ -244,9 +234,9 @@ type allowListResolver struct {
 	patterns []string
 }
 
-func (r *allowListResolver) Resolve(ctx context.Context, ref string) (cache.Bundle, error) {
+func (r *allowListResolver) Resolve(ctx context.Context, ref string) (bundle.Bundle, error) {
 	if err := r.check(ref); err != nil {
-		return cache.Bundle{}, err
+		return bundle.Bundle{}, err
 	}
 	return r.next.Resolve(ctx, ref)
 }
@@ -275,7 +265,7 @@ func (r *allowListResolver) ResolveConstraint(ctx context.Context, repo, constra
 func (r *allowListResolver) checkRepo(repo string) error {
 	pats := make([]string, len(r.patterns))
 	for i, p := range r.patterns {
-		pats[i] = repoPart(p)
+		pats[i] = imageref.Repository(p)
 	}
 	if ok, _ := imageAllowed(repo, pats); ok {
 		return nil
@@ -303,7 +293,7 @@ type policyRunner struct {
 	allowNetwork bool
 }
 
-func (r *policyRunner) Run(ctx context.Context, b cache.Bundle, inv runtime.Invocation) (runtime.Result, error) {
+func (r *policyRunner) Run(ctx context.Context, b bundle.Bundle, inv runtime.Invocation) (runtime.Result, error) {
 	if err := r.check(b, inv); err != nil {
 		return runtime.Result{}, err
 	}
@@ -312,7 +302,7 @@ func (r *policyRunner) Run(ctx context.Context, b cache.Bundle, inv runtime.Invo
 
 // check is the policy itself, shared by Run and Prepare (a sandbox the
 // policy forbids is never even prepared).
-func (r *policyRunner) check(b cache.Bundle, inv runtime.Invocation) error {
+func (r *policyRunner) check(b bundle.Bundle, inv runtime.Invocation) error {
 	if b.Rootfs == "" && !r.allowExec {
 		return &policyError{fmt.Sprintf("exec function %q is not allowed by the operator's policy (KPTR_ALLOW_EXEC)", b.Ref)}
 	}

@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/bundle"
+	"github.com/kptr-dev/kptr/imageref"
 	"github.com/kptr-dev/kptr/runtime"
 )
 
@@ -181,7 +182,7 @@ func TestAppParametersCannotWidenPolicy(t *testing.T) {
 	}
 	// Nor any global setting: cache, mirrors, registries, pull policy, sandbox, prefix.
 	if g.cacheDir != beforeCacheDir || g.sandbox != "auto" || len(g.mirrors) != 0 || len(g.insecure) != 0 ||
-		g.pullPolicy != "IfNotPresent" || g.offline || g.imagePrefix != cache.DefaultImagePrefix {
+		g.pullPolicy != "IfNotPresent" || g.offline || g.imagePrefix != imageref.DefaultPrefix {
 		t.Fatalf("a parameter changed a global setting: %+v", g)
 	}
 	if g.fnTimeout != time.Second {
@@ -223,9 +224,9 @@ func TestAppParameterAnnotationDomain(t *testing.T) {
 
 type resolverFunc func(ref string)
 
-func (f resolverFunc) Resolve(_ context.Context, ref string) (cache.Bundle, error) {
+func (f resolverFunc) Resolve(_ context.Context, ref string) (bundle.Bundle, error) {
 	f(ref)
-	return cache.Bundle{Ref: ref, Rootfs: "/rootfs"}, nil
+	return bundle.Bundle{Ref: ref, Rootfs: "/rootfs"}, nil
 }
 
 func TestAllowListResolverChecksBeforeResolving(t *testing.T) {
@@ -254,15 +255,15 @@ func TestAllowListResolverChecksBeforeResolving(t *testing.T) {
 
 type recordingRunner struct{ runs int }
 
-func (r *recordingRunner) Run(context.Context, cache.Bundle, runtime.Invocation) (runtime.Result, error) {
+func (r *recordingRunner) Run(context.Context, bundle.Bundle, runtime.Invocation) (runtime.Result, error) {
 	r.runs++
 	return runtime.Result{}, nil
 }
 
 func TestPolicyRunner(t *testing.T) {
 	ctx := context.Background()
-	img := cache.Bundle{Ref: "ghcr.io/x/y:v1", Rootfs: "/rootfs"}
-	exe := cache.Bundle{Ref: "./my-fn"}
+	img := bundle.Bundle{Ref: "ghcr.io/x/y:v1", Rootfs: "/rootfs"}
+	exe := bundle.Bundle{Ref: "./my-fn"}
 	next := &recordingRunner{}
 	closed := &policyRunner{next: next}
 	var pe *policyError
@@ -292,15 +293,15 @@ type recordingPreparer struct {
 	prepared int
 }
 
-func (r *recordingPreparer) Prepare(context.Context, cache.Bundle, runtime.Invocation) { r.prepared++ }
+func (r *recordingPreparer) Prepare(context.Context, bundle.Bundle, runtime.Invocation) { r.prepared++ }
 
 // A sandbox the policy forbids is never even prepared; an allowed one is.
 func TestPolicyRunnerPreparesOnlyWhatRunAllows(t *testing.T) {
 	ctx := context.Background()
-	img := cache.Bundle{Ref: "ghcr.io/x/y:v1", Rootfs: "/rootfs"}
+	img := bundle.Bundle{Ref: "ghcr.io/x/y:v1", Rootfs: "/rootfs"}
 	next := &recordingPreparer{}
 	closed := &policyRunner{next: next}
-	closed.Prepare(ctx, cache.Bundle{Ref: "./my-fn"}, runtime.Invocation{})
+	closed.Prepare(ctx, bundle.Bundle{Ref: "./my-fn"}, runtime.Invocation{})
 	closed.Prepare(ctx, img, runtime.Invocation{Network: true})
 	closed.Prepare(ctx, img, runtime.Invocation{Mounts: []runtime.Mount{{Source: "/", Target: "/host"}}})
 	if next.prepared != 0 {

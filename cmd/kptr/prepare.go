@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/cache"
 	"github.com/kptr-dev/kptr/pipeline"
 	"github.com/kptr-dev/kptr/runtime"
@@ -31,7 +32,7 @@ type offlineView struct {
 // sandbox are opened (init, which the Prepare that follows waits for) at
 // the same time as it looks: the first sandbox is then set up as early as
 // its image is known.
-func (l *lazyEnv) ResolveCached(ctx context.Context, ref string) (cache.Bundle, bool) {
+func (l *lazyEnv) ResolveCached(ctx context.Context, ref string) (bundle.Bundle, bool) {
 	go func() { _ = l.init() }()
 	v, _ := offlineViews.LoadOrStore(l, &offlineView{})
 	ov := v.(*offlineView)
@@ -39,7 +40,7 @@ func (l *lazyEnv) ResolveCached(ctx context.Context, ref string) (cache.Bundle, 
 		ov.c, _ = l.g.openCacheWith(slog.LevelDebug, cache.WithOffline(true), cache.WithProgress(nil))
 	})
 	if ov.c == nil {
-		return cache.Bundle{}, false
+		return bundle.Bundle{}, false
 	}
 	b, err := ov.c.Resolve(ctx, ref)
 	return b, err == nil
@@ -47,7 +48,7 @@ func (l *lazyEnv) ResolveCached(ctx context.Context, ref string) (cache.Bundle, 
 
 // Prepare forwards to the runner image runs go through (the memo's, which
 // prepares only once a run was not replayed, or the sandbox).
-func (l *lazyEnv) Prepare(ctx context.Context, b cache.Bundle, inv runtime.Invocation) {
+func (l *lazyEnv) Prepare(ctx context.Context, b bundle.Bundle, inv runtime.Invocation) {
 	if l.init() != nil {
 		return
 	}
@@ -57,23 +58,23 @@ func (l *lazyEnv) Prepare(ctx context.Context, b cache.Bundle, inv runtime.Invoc
 }
 
 // ResolveCached applies the allow-list as Resolve does.
-func (r *allowListResolver) ResolveCached(ctx context.Context, ref string) (cache.Bundle, bool) {
+func (r *allowListResolver) ResolveCached(ctx context.Context, ref string) (bundle.Bundle, bool) {
 	if r.check(ref) != nil {
-		return cache.Bundle{}, false
+		return bundle.Bundle{}, false
 	}
 	if cr, ok := r.next.(pipeline.CachedResolver); ok {
 		return cr.ResolveCached(ctx, ref)
 	}
-	return cache.Bundle{}, false
+	return bundle.Bundle{}, false
 }
 
 // ResolveCached records nothing: it never fails, the turn's Resolve reports.
-func (r *causeResolver) ResolveCached(ctx context.Context, ref string) (cache.Bundle, bool) {
+func (r *causeResolver) ResolveCached(ctx context.Context, ref string) (bundle.Bundle, bool) {
 	return r.next.ResolveCached(ctx, ref)
 }
 
 // Prepare prepares only what Run would allow.
-func (r *policyRunner) Prepare(ctx context.Context, b cache.Bundle, inv runtime.Invocation) {
+func (r *policyRunner) Prepare(ctx context.Context, b bundle.Bundle, inv runtime.Invocation) {
 	if r.check(b, inv) != nil {
 		return
 	}
@@ -83,7 +84,7 @@ func (r *policyRunner) Prepare(ctx context.Context, b cache.Bundle, inv runtime.
 }
 
 // Prepare forwards.
-func (r *causeRunner) Prepare(ctx context.Context, b cache.Bundle, inv runtime.Invocation) {
+func (r *causeRunner) Prepare(ctx context.Context, b bundle.Bundle, inv runtime.Invocation) {
 	if p, ok := r.next.(runtime.Preparer); ok {
 		p.Prepare(ctx, b, inv)
 	}

@@ -14,10 +14,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/imageref"
 	"github.com/kptr-dev/kptr/pipeline"
 	"github.com/kptr-dev/kptr/runtime"
-	"github.com/kptr-dev/kptr/runtime/wasm"
 )
 
 // `kptr prewarm` fills the image cache ahead of time, so that the first
@@ -117,10 +118,8 @@ or a tar stream for kptr cache import on an air-gapped machine.`,
 // find them: one compilation per core at a time, since each module compiles
 // on one (wazero's compiler); a module already compiled is only checked.
 // Every module is tried; the error names each that failed.
-func (g *globals) compileWasm(ctx context.Context, refs []string, bundles []cache.Bundle) error {
-	cp, ok := g.wasmRunner().(interface {
-		Compile(context.Context, cache.Bundle) (wasm.ABI, error)
-	})
+func (g *globals) compileWasm(ctx context.Context, refs []string, bundles []bundle.Bundle) error {
+	cp, ok := g.wasmRunner().(runtime.Compiler)
 	if !ok {
 		// the tier did not open: its error, once, for the first module
 		for i, b := range bundles {
@@ -143,7 +142,7 @@ func (g *globals) compileWasm(ctx context.Context, refs []string, bundles []cach
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			if _, err := cp.Compile(ctx, b); err != nil {
+			if err := cp.Precompile(ctx, b); err != nil {
 				errs[i] = fmt.Errorf("%s: %w", refs[i], err)
 			}
 		}()
@@ -177,7 +176,7 @@ func prewarmRefs(dirs, images []string, prefix string, c *cache.Cache) ([]string
 		}
 	}
 	for _, img := range images {
-		seen[pipeline.ImageName(img, prefix, true)] = true
+		seen[imageref.Name(img, prefix, true)] = true
 	}
 	out := make([]string, 0, len(seen))
 	for r := range seen {
@@ -211,8 +210,8 @@ func readImagesFile(p string) ([]string, error) {
 
 // pullAll resolves refs (pull, verify, unpack) with at most jobs in flight.
 // Every failure is reported; the first one's exit code wins.
-func pullAll(ctx context.Context, c *cache.Cache, refs []string, jobs int) ([]cache.Bundle, error) {
-	bundles := make([]cache.Bundle, len(refs))
+func pullAll(ctx context.Context, c *cache.Cache, refs []string, jobs int) ([]bundle.Bundle, error) {
+	bundles := make([]bundle.Bundle, len(refs))
 	errs := make([]error, len(refs))
 	sem := make(chan struct{}, jobs)
 	var wg sync.WaitGroup

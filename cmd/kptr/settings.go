@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/kptr-dev/kptr/cache"
-	"github.com/kptr-dev/kptr/runtime"
+	"github.com/kptr-dev/kptr/fnenv"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -83,13 +83,9 @@ func (g *globals) envOff(name string) bool {
 // settingValues are the words of the enumerated settings, for shell
 // completion (checkSettings holds a value to the same lists).
 func settingValues() map[string][]string {
-	sandbox := []string{sandboxAuto}
-	for _, t := range runtime.Tiers() {
-		sandbox = append(sandbox, t.Info().Name)
-	}
 	return map[string][]string{
 		"image-pull-policy": {string(cache.PullAlways), string(cache.PullIfNotPresent), string(cache.PullNever)},
-		"sandbox":           append(sandbox, sandboxNone),
+		"sandbox":           fnenv.SandboxWords(),
 		"memo":              {memoOn, memoOff},
 		"progress":          {"auto", "plain", "none"},
 		"log-level":         {"debug", "info", "warn", "error"},

@@ -8,7 +8,7 @@ import (
 	_ "github.com/opencontainers/runc/libcontainer/nsenter"
 
 	"github.com/kptr-dev/kptr/runtime"
-	"github.com/kptr-dev/kptr/runtime/namespace"
+
 	// Every sandbox tier, registered with runtime (runtime.Tiers).
 	_ "github.com/kptr-dev/kptr/runtime/tiers"
 )
@@ -19,7 +19,7 @@ import (
 // that job and exits here.
 // Otherwise, for commands that may start several sandboxes, kptr makes sure
 // libcontainer never copies the whole binary on a function start (see
-// namespace.ReexecSealed; nothing at all for a binary no run can write, an
+// runtime.ExpectManyStarts, the namespace tier's ReexecSealed; nothing at all for a binary no run can write, an
 // installed one of root's): as root it seals it through a read-only overlayfs
 // instead; unprivileged, kptr re-executes itself once from a sealed
 // in-memory copy.
@@ -29,7 +29,7 @@ func startup() {
 		os.Exit(code)
 	}
 	if mayStartManySandboxes(os.Args) {
-		namespace.ReexecSealed()
+		runtime.ExpectManyStarts()
 	}
 }
 

@@ -14,7 +14,7 @@
 // (measured: 159 of the binary's 181 package inits, ~190 fewer page faults
 // and ~15% less CPU per sandbox start; GODEBUG=inittrace=1 and perf stat).
 // libcontainer offers no way to start anything but /proc/self/exe; the
-// namespace tier's default launcher, runtime/nsinit, avoids the Go start
+// namespace tier's default launcher, runtime/launcher, avoids the Go start
 // altogether (runtime/namespace/launch.go), and this init serves the runs it leaves
 // to libcontainer.
 //

@@ -24,7 +24,7 @@ func BenchmarkRun(b *testing.B) {
 	input := []byte(strings.Repeat("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n", 20))
 	b.Run("landlock", func(b *testing.B) {
 		s := landlock(b)
-		bd := bundle(b, "cat")
+		bd := testBundle(b, "cat")
 		b.ReportAllocs()
 		var ds []time.Duration
 		cpu0 := cpuNow()
@@ -84,7 +84,7 @@ func BenchmarkHiddenMemory(b *testing.B) {
 						}
 					}
 				}()
-				res, err := s.Run(context.Background(), bundle(b, "shm-hold", how, "14", "200"), runtime.Invocation{Timeout: time.Minute})
+				res, err := s.Run(context.Background(), testBundle(b, "shm-hold", how, "14", "200"), runtime.Invocation{Timeout: time.Minute})
 				close(stop)
 				<-done
 				if err == nil && res.ExitCode == 0 && strings.Contains(string(res.Stdout), "held:") {

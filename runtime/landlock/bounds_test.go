@@ -13,7 +13,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/runtime"
 )
 
@@ -21,7 +21,7 @@ import (
 // returns its output and facts; the run must succeed.
 func runFacts(t *testing.T, args ...string) (runtime.Result, map[string]string) {
 	t.Helper()
-	res, err := landlock(t).Run(context.Background(), bundle(t, args...), runtime.Invocation{})
+	res, err := landlock(t).Run(context.Background(), testBundle(t, args...), runtime.Invocation{})
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("run %v: %v exit %d (stderr %q)", args, err, res.ExitCode, res.Stderr)
 	}
@@ -97,14 +97,14 @@ w.on("message", () => { console.log("ok", out); w.terminate(); });
 `}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := bundle(t, "alloc", "64")
+			b := testBundle(t, "alloc", "64")
 			if tc.entry != nil {
 				if _, err := os.Stat(filepath.Join(usrRootfs, tc.entry[0])); err != nil {
 					t.Skipf("no %s here", tc.entry[0])
 				}
 				// The image's /etc is not the function's (the tier's documented
 				// limit): Node's OpenSSL would fail on the host's openssl.cnf.
-				b = cache.Bundle{Ref: "example.test/" + tc.name + ":v1", Rootfs: usrRootfs,
+				b = bundle.Bundle{Ref: "example.test/" + tc.name + ":v1", Rootfs: usrRootfs,
 					Config: v1.Config{Entrypoint: tc.entry, Env: []string{imagePath, "OPENSSL_CONF=/dev/null"}}}
 			}
 			res, err := landlock(t).Run(context.Background(), b, runtime.Invocation{Timeout: 20 * time.Second})

@@ -14,7 +14,7 @@ import (
 )
 
 // The landlock tier runs a function through kptr's C launcher and confiner
-// (runtime/nsinit's landlock.c describes both), from what Landlock.plan and
+// (runtime/launcher's landlock.c describes both), from what Landlock.plan and
 // Landlock.launch compute; this file keeps the run's plan (confineSpec) and
 // the probe, which confines a Go child of kptr the same way (applyConfinement)
 // and checks that the confinement holds.

@@ -3,9 +3,9 @@
 // seccomp profile (Kubernetes' RuntimeDefault under containerd or CRI-O),
 // AppArmor profile or kernel (Bottlerocket: no user namespaces) refuses the
 // namespaces the namespace tier needs. Its launcher and confiner are
-// runtime/nsinit's landlock.c; its seccomp program is runtime/seccomp's.
+// runtime/launcher's landlock.c; its seccomp program is runtime/seccomp's.
 //
-// Guarantees of a run (runtime/nsinit's landlock.c describes the
+// Guarantees of a run (runtime/launcher's landlock.c describes the
 // processes: kptr's C launcher and confiner):
 //   - The function reads and executes only beneath the image's rootfs and
 //     reads and writes only beneath its private run directory ($HOME and

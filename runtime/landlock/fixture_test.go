@@ -3,7 +3,7 @@ package landlock
 import (
 	"testing"
 
-	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/runtime/internal/runtimetest"
 )
 
@@ -24,6 +24,8 @@ var (
 func testRootfs(t testing.TB) string   { return runtimetest.Rootfs(t, testTmp) }
 func directRootfs(t testing.TB) string { return runtimetest.DirectRootfs(t, testTmp) }
 
-func bundle(t testing.TB, cmd ...string) cache.Bundle { return runtimetest.Bundle(t, testTmp, cmd...) }
+func testBundle(t testing.TB, cmd ...string) bundle.Bundle {
+	return runtimetest.Bundle(t, testTmp, cmd...)
+}
 
 func snapshot(t testing.TB, root string) string { return runtimetest.Snapshot(t, root) }

@@ -16,9 +16,9 @@ import (
 	"time"
 
 	securejoin "github.com/cyphar/filepath-securejoin"
-	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/runtime"
-	"github.com/kptr-dev/kptr/runtime/nsinit"
+	"github.com/kptr-dev/kptr/runtime/launcher"
 	"github.com/kptr-dev/kptr/runtime/seccomp"
 	"golang.org/x/sys/unix"
 )
@@ -156,7 +156,7 @@ func probeConfinement(stateDir string) error {
 
 // Run implements Runner. A bundle without Rootfs (an exec function) runs
 // through Host, as with Sandbox.
-func (l *Sandbox) Run(ctx context.Context, b cache.Bundle, inv runtime.Invocation) (runtime.Result, error) {
+func (l *Sandbox) Run(ctx context.Context, b bundle.Bundle, inv runtime.Invocation) (runtime.Result, error) {
 	res, err := runtime.RunImage(ctx, b, inv, l.timeout, l.maxOutput, l.run)
 	var ce *confineError
 	if errors.As(err, &ce) {
@@ -188,11 +188,11 @@ func (l *Sandbox) recheck(err error) error {
 
 // ErrLandlockMounts: the landlock tier cannot place a host directory at a
 // path of the function's view (it has no mount namespace).
-var ErrMounts = errors.New("mounts (kpt fn eval --mount) need the namespace tier; the landlock tier has no mount namespace")
+var ErrMounts = runtime.ErrNoMounts
 
 // plan builds a run's confineSpec: a pure function of the bundle, the
 // invocation and the run directory (it only reads the image).
-func (l *Sandbox) plan(b cache.Bundle, inv runtime.Invocation, runDir string) (confineSpec, error) {
+func (l *Sandbox) plan(b bundle.Bundle, inv runtime.Invocation, runDir string) (confineSpec, error) {
 	if len(inv.Mounts) > 0 {
 		return confineSpec{}, ErrMounts
 	}
@@ -254,7 +254,7 @@ func (l *Sandbox) plan(b cache.Bundle, inv runtime.Invocation, runDir string) (c
 	return spec, nil
 }
 
-func (l *Sandbox) run(ctx context.Context, b cache.Bundle, inv runtime.Invocation) (runtime.Result, error) {
+func (l *Sandbox) run(ctx context.Context, b bundle.Bundle, inv runtime.Invocation) (runtime.Result, error) {
 	id := fmt.Sprintf("kptr-%d-%s-%d.ll", os.Getpid(), runtime.RunToken, l.seq.Add(1))
 	runDir := filepath.Join(l.stateDir, id)
 	spec, err := l.plan(b, inv, runDir)
@@ -290,17 +290,17 @@ func (l *Sandbox) run(ctx context.Context, b cache.Bundle, inv runtime.Invocatio
 		return runtime.Result{}, err
 	}
 	defer sio.Close()
-	// The launcher and the confiner are C (runtime/nsinit's landlock.c):
+	// The launcher and the confiner are C (runtime/launcher's landlock.c):
 	// no Go start between kptr and the function.
-	var launcher *os.Process
+	var proc *os.Process
 	err = runtime.OnStableThread(func() (err error) {
-		launcher, err = nsinit.StartLandlock(ll, "/proc/self/exe", sio.ChildIn, sio.ChildOut, sio.ChildErr, statusW)
+		proc, err = launcher.StartLandlock(ll, "/proc/self/exe", sio.ChildIn, sio.ChildOut, sio.ChildErr, statusW)
 		return err
 	})
 	sio.CloseChild()
 	statusW.Close()
 	ll.Ruleset.Close()
-	if err != nil && launcher == nil {
+	if err != nil && proc == nil {
 		return runtime.Result{}, fmt.Errorf("start: %w", err)
 	}
 	werr := err
@@ -311,17 +311,17 @@ func (l *Sandbox) run(ctx context.Context, b cache.Bundle, inv runtime.Invocatio
 	var escalate *time.Timer
 	// The launcher is the run's subreaper: asked with SIGTERM, it kills and
 	// reaps every process of the run, then exits; the reaper bounds the wait.
-	r := runtime.NewReaper(launcher.Pid, launcher.Wait, func() {
-		_ = launcher.Signal(syscall.SIGTERM)
+	r := runtime.NewReaper(proc.Pid, proc.Wait, func() {
+		_ = proc.Signal(syscall.SIGTERM)
 		// A launcher that cannot end the run in time is killed.
-		escalate = time.AfterFunc(launcherGrace, func() { _ = launcher.Kill() })
+		escalate = time.AfterFunc(launcherGrace, func() { _ = proc.Kill() })
 	})
 	// The watchdog ends the run through ctx when it crosses its memory or
 	// disk bound (watch.go).
 	ctx, stopRun := context.WithCancelCause(ctx)
 	defer stopRun(nil)
 	watchDone := make(chan struct{})
-	go watchRun(watchDone, launcher.Pid, runDir, l.limits.Memory, runDirBytes(l.limits), stopRun)
+	go watchRun(watchDone, proc.Pid, runDir, l.limits.Memory, runDirBytes(l.limits), stopRun)
 	res, err := runtime.Wait(ctx, timeout, sio, r)
 	close(watchDone)
 	if escalate != nil {
@@ -339,11 +339,11 @@ func (l *Sandbox) run(ctx context.Context, b cache.Bundle, inv runtime.Invocatio
 
 // launch is the run's spec as the C launcher takes it: the Landlock ruleset
 // built here (the caller closes it), the seccomp program, RLIMIT_NPROC.
-func (l *Sandbox) launch(spec confineSpec) (*nsinit.Landlock, error) {
+func (l *Sandbox) launch(spec confineSpec) (*launcher.Landlock, error) {
 	if !seccomp.Supported {
 		return nil, seccomp.ErrUnsupported
 	}
-	ll := &nsinit.Landlock{
+	ll := &launcher.Landlock{
 		UID: spec.UID, GID: spec.GID, NoFile: spec.NoFile, FSize: spec.FSize, Data: spec.Data,
 		Dir: spec.Dir, Path: spec.Exec.Path, Args: spec.Exec.Argv, Env: spec.Env,
 		Seccomp: seccomp.Filter(spec.seccompPolicy()),

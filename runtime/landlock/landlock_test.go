@@ -12,7 +12,7 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/runtime"
 )
 
@@ -78,7 +78,7 @@ func TestLandlockDynamicEntrypoints(t *testing.T) {
 		{[]string{"say", "hello"}, "", "hello\n"},
 		{[]string{"/usr/bin/script", "arg"}, "", "script: arg "},
 	} {
-		b := cache.Bundle{Ref: "example.test/glibc:v1", Rootfs: rootfs, Config: v1.Config{Entrypoint: tc.entry, Env: []string{imagePath}}}
+		b := bundle.Bundle{Ref: "example.test/glibc:v1", Rootfs: rootfs, Config: v1.Config{Entrypoint: tc.entry, Env: []string{imagePath}}}
 		res, err := landlock(t).Run(context.Background(), b, runtime.Invocation{Stdin: strings.NewReader(tc.stdin)})
 		if err != nil || res.ExitCode != 0 || !strings.HasPrefix(string(res.Stdout), tc.want) {
 			t.Errorf("%v: %v exit %d stdout %q stderr %q", tc.entry, err, res.ExitCode, res.Stdout, res.Stderr)
@@ -107,19 +107,19 @@ func TestLandlockEntrypointErrors(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(broken, entry)); err != nil {
 			continue
 		}
-		b := cache.Bundle{Ref: "example.test/broken:v1", Rootfs: broken, Config: v1.Config{Entrypoint: []string{entry}}}
+		b := bundle.Bundle{Ref: "example.test/broken:v1", Rootfs: broken, Config: v1.Config{Entrypoint: []string{entry}}}
 		_, err := landlock(t).Run(context.Background(), b, runtime.Invocation{})
 		if err == nil || !strings.HasPrefix(err.Error(), "example.test/broken:v1: ") || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: want an error naming the image and %q, got %v", entry, want, err)
 		}
 	}
-	_, err := landlock(t).Run(context.Background(), bundle(t, "noread"), runtime.Invocation{Mounts: []runtime.Mount{{Source: testTmp, Target: "/work"}}})
+	_, err := landlock(t).Run(context.Background(), testBundle(t, "noread"), runtime.Invocation{Mounts: []runtime.Mount{{Source: testTmp, Target: "/work"}}})
 	if !errors.Is(err, ErrMounts) {
 		t.Errorf("mounts: %v", err)
 	}
 	// The documented limit: /etc/hostname of the image is not the
 	// function's /etc/hostname.
-	res, err := landlock(t).Run(context.Background(), bundle(t, "read", "/etc/hostname"), runtime.Invocation{})
+	res, err := landlock(t).Run(context.Background(), testBundle(t, "read", "/etc/hostname"), runtime.Invocation{})
 	if f := facts(string(res.Stdout)); err != nil || !strings.Contains(f["/etc/hostname"], "permission denied") {
 		t.Errorf("absolute path of an image file: %v %q", err, res.Stdout)
 	}
@@ -130,7 +130,7 @@ func TestLandlockEntrypointErrors(t *testing.T) {
 // SIGTERM.
 func TestLandlockFunctionDiesWithKptr(t *testing.T) {
 	diesWithKptr(t, "TestLandlockFunctionDiesWithKptr", func(marker string) {
-		_, err := landlock(t).Run(context.Background(), bundle(t, "forksleep", marker), runtime.Invocation{Timeout: time.Minute})
+		_, err := landlock(t).Run(context.Background(), testBundle(t, "forksleep", marker), runtime.Invocation{Timeout: time.Minute})
 		t.Fatalf("the run ended: %v", err)
 	})
 }
@@ -143,7 +143,7 @@ func TestLandlockResolverConfigOnlyWithNetwork(t *testing.T) {
 		t.Skip("no /etc/resolv.conf here")
 	}
 	for _, network := range []bool{false, true} {
-		res, err := landlock(t).Run(context.Background(), bundle(t, "read", "/etc/resolv.conf"), runtime.Invocation{Network: network})
+		res, err := landlock(t).Run(context.Background(), testBundle(t, "read", "/etc/resolv.conf"), runtime.Invocation{Network: network})
 		got := facts(string(res.Stdout))["/etc/resolv.conf"]
 		if err != nil || strings.HasPrefix(got, "readable") != network {
 			t.Errorf("network %v: %v %q", network, err, got)

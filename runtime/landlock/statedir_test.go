@@ -35,7 +35,7 @@ func TestPrivateStateParentLandlockTier(t *testing.T) {
 		t.Fatalf("NewLandlock with a private TMPDIR: %v", err)
 	}
 	assertStateDirSafe(t, l.stateDir, priv)
-	res, err := l.Run(context.Background(), bundle(t, "id"), runtime.Invocation{})
+	res, err := l.Run(context.Background(), testBundle(t, "id"), runtime.Invocation{})
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("landlock run with a private TMPDIR: %v exit %d stderr %q", err, res.ExitCode, res.Stderr)
 	}

@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/runtime"
 )
 
@@ -53,7 +53,7 @@ func (tier) Open(opts ...runtime.Option) (runtime.Sandbox, error) {
 
 // Prepare does nothing: a landlock run has nothing to set up ahead that
 // would not cost the same at its start.
-func (l *Sandbox) Prepare(context.Context, cache.Bundle, runtime.Invocation) {}
+func (l *Sandbox) Prepare(context.Context, bundle.Bundle, runtime.Invocation) {}
 
 // Close does nothing: a landlock run holds nothing once Run returns.
 func (l *Sandbox) Close() error { return nil }

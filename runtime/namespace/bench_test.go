@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/runtime"
 	"github.com/kptr-dev/kptr/test/fnimage"
 )
@@ -142,7 +142,7 @@ func benchWays(b *testing.B, rootfs string, argv []string, input []byte, check f
 		execRun(b, input, check, "bwrap", append([]string{"--unshare-all", "--die-with-parent", "--ro-bind", rootfs, "/",
 			"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"}, argv...)...)
 	})
-	bd := bundle(b)
+	bd := testBundle(b)
 	bd.Rootfs = rootfs
 	bd.Config.Entrypoint, bd.Config.Cmd = argv, nil
 	inv := func() runtime.Invocation { return runtime.Invocation{Stdin: bytes.NewReader(input)} }
@@ -282,7 +282,7 @@ func firstLine(b []byte) string {
 // initRSS starts one sandbox without letting it exec the function (the
 // container init then waits to be released) and reads the init's resident
 // set: the memory the sandbox itself costs per run, on top of the function.
-func initRSS(b *testing.B, s *Sandbox, bd cache.Bundle) (rssKB, anonKB int64) {
+func initRSS(b *testing.B, s *Sandbox, bd bundle.Bundle) (rssKB, anonKB int64) {
 	st, err := s.setup(bd, runtime.Invocation{})
 	must(b, err)
 	defer st.destroy(s.log)

@@ -1,7 +1,7 @@
 // Package namespace is the namespace tier, the strong one: each run of a
 // function is one libcontainer configuration (config.go) in its own user,
 // mount, pid, network, ipc and uts namespaces, with the image's rootfs as
-// its root, started by kptr's own C container init (runtime/nsinit) or by
+// its root, started by kptr's own C container init (runtime/launcher) or by
 // runc's libcontainer where nsinit cannot start a run (launch.go says which
 // and why). It holds everything of the tier: the configuration, both
 // launchers, prepared sandboxes (prepare.go), the probes and their cached

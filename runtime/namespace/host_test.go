@@ -13,7 +13,7 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/runtime"
 )
 
@@ -21,7 +21,7 @@ import (
 // invocation's, also when handed to the Sandbox.
 func TestHostExecFunction(t *testing.T) {
 	t.Setenv("KPTR_HOST_VAR", "host")
-	b := cache.Bundle{Config: v1.Config{Entrypoint: []string{"/bin/sh", "-c", `echo "$KPTR_HOST_VAR $INV"; cat`}}}
+	b := bundle.Bundle{Config: v1.Config{Entrypoint: []string{"/bin/sh", "-c", `echo "$KPTR_HOST_VAR $INV"; cat`}}}
 	for name, r := range map[string]runtime.Runner{"host": runtime.Host{}, "sandbox": sandbox(t)} {
 		res, err := r.Run(context.Background(), b, runtime.Invocation{Env: []string{"INV=inv"}, Stdin: strings.NewReader("in\n")})
 		if err != nil || res.ExitCode != 0 || string(res.Stdout) != "host inv\nin\n" {
@@ -34,7 +34,7 @@ func TestHostExecFunction(t *testing.T) {
 // image's Env plus the invocation's.
 func TestHostRunsImageUnsandboxed(t *testing.T) {
 	t.Setenv("KPTR_TEST_SECRET", "hunter2")
-	res, err := runtime.Host{}.Run(context.Background(), bundle(t, "env"), runtime.Invocation{Env: []string{"INV_VAR=1"}})
+	res, err := runtime.Host{}.Run(context.Background(), testBundle(t, "env"), runtime.Invocation{Env: []string{"INV_VAR=1"}})
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("%v %d %s", err, res.ExitCode, res.Stderr)
 	}
@@ -42,7 +42,7 @@ func TestHostRunsImageUnsandboxed(t *testing.T) {
 	if strings.Contains(env, "hunter2") || !strings.Contains(env, "IMAGE_VAR=from-image") || !strings.Contains(env, "INV_VAR=1") {
 		t.Fatalf("env:\n%s", env)
 	}
-	res, err = runtime.Host{}.Run(context.Background(), bundle(t, "cat"), runtime.Invocation{Stdin: strings.NewReader("abc")})
+	res, err = runtime.Host{}.Run(context.Background(), testBundle(t, "cat"), runtime.Invocation{Stdin: strings.NewReader("abc")})
 	if err != nil || string(res.Stdout) != "abc" {
 		t.Fatalf("cat: %v %q", err, res.Stdout)
 	}
@@ -52,7 +52,7 @@ func TestHostRunsImageUnsandboxed(t *testing.T) {
 // leaves it with setsid escapes: that is what the sandbox's pid namespace is for).
 func TestHostTimeoutKillsGroup(t *testing.T) {
 	marker := fmt.Sprintf("host-marker-%d-%d", os.Getpid(), time.Now().UnixNano())
-	b := cache.Bundle{Ref: "exec", Config: v1.Config{Entrypoint: []string{"/bin/sh", "-c", "trap '' TERM; /bin/sh -c 'sleep 100; :' " + marker + " & sleep 100 # " + marker}}}
+	b := bundle.Bundle{Ref: "exec", Config: v1.Config{Entrypoint: []string{"/bin/sh", "-c", "trap '' TERM; /bin/sh -c 'sleep 100; :' " + marker + " & sleep 100 # " + marker}}}
 	_, err := runtime.Host{Timeout: 500 * time.Millisecond}.Run(context.Background(), b, runtime.Invocation{})
 	if !errors.Is(err, runtime.ErrTimeout) {
 		t.Fatalf("want timeout, got %v", err)
@@ -67,7 +67,7 @@ func TestHostTimeoutKillsGroup(t *testing.T) {
 // open does not hang kptr: the output is cut after a grace period.
 func TestHostDaemonDoesNotHang(t *testing.T) {
 	marker := fmt.Sprintf("daemon-marker-%d-%d", os.Getpid(), time.Now().UnixNano())
-	b := cache.Bundle{Ref: "exec", Config: v1.Config{Entrypoint: []string{"/bin/sh", "-c",
+	b := bundle.Bundle{Ref: "exec", Config: v1.Config{Entrypoint: []string{"/bin/sh", "-c",
 		"setsid /bin/sh -c 'sleep 5; : " + marker + "' & sleep 0.3; echo started"}}}
 	start := time.Now()
 	res, err := runtime.Host{}.Run(context.Background(), b, runtime.Invocation{})
@@ -100,7 +100,7 @@ func TestRunStateOfAReusedPidNeverCollides(t *testing.T) {
 	s, err := New(runtime.WithStateDir(dir), WithFeatures(sandbox(t).Features()))
 	must(t, err)
 	t.Cleanup(func() { s.Close() })
-	b := bundle(t, "cat")
+	b := testBundle(t, "cat")
 	for i := 0; i < 3; i++ {
 		res, err := s.Run(context.Background(), b, runtime.Invocation{Stdin: strings.NewReader("same pid")})
 		if err != nil || res.ExitCode != 0 || string(res.Stdout) != "same pid" {

@@ -139,7 +139,7 @@ func TestConcurrentRunsIsolated(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := sandbox(t).Run(context.Background(), bundle(t, "token", fmt.Sprintf("run-%d", i)), runtime.Invocation{AsCurrentUser: true})
+			res, err := sandbox(t).Run(context.Background(), testBundle(t, "token", fmt.Sprintf("run-%d", i)), runtime.Invocation{AsCurrentUser: true})
 			errs[i] = err
 			got[i] = facts(string(res.Stdout))
 		}()
@@ -237,7 +237,7 @@ func TestEnvironmentOnlyImageAndInvocation(t *testing.T) {
 
 // A setuid binary in the image gains nothing.
 func TestSetuidGainsNothing(t *testing.T) {
-	b := bundle(t, "id")
+	b := testBundle(t, "id")
 	b.Config.Entrypoint = []string{"/usr/local/bin/suid"}
 	res, err := sandbox(t).Run(context.Background(), b, runtime.Invocation{})
 	if err != nil || res.ExitCode != 0 {
@@ -293,7 +293,7 @@ func minimalDev(t *testing.T, rootfs string) {
 func TestTimeoutKillsEveryProcess(t *testing.T) {
 	marker := fmt.Sprintf("kptr-marker-%d-%d", os.Getpid(), time.Now().UnixNano())
 	start := time.Now()
-	res, err := sandbox(t).Run(context.Background(), bundle(t, "forksleep", marker), runtime.Invocation{Timeout: time.Second})
+	res, err := sandbox(t).Run(context.Background(), testBundle(t, "forksleep", marker), runtime.Invocation{Timeout: time.Second})
 	if !errors.Is(err, runtime.ErrTimeout) {
 		t.Fatalf("want timeout, got %v (exit %d)", err, res.ExitCode)
 	}
@@ -317,7 +317,7 @@ func TestForkBombContained(t *testing.T) {
 	s, err := New(runtime.WithLimits(runtime.Limits{Pids: 64, Memory: 256 << 20}))
 	must(t, err)
 	marker := fmt.Sprintf("bomb-%d-%d", os.Getpid(), time.Now().UnixNano())
-	b := bundle(t)
+	b := testBundle(t)
 	b.Config.Entrypoint = []string{"/bin/sh", "-c", "b() { b | b & }; b; sleep 3 # " + marker}
 	done := make(chan error, 1)
 	go func() {
@@ -344,7 +344,7 @@ func TestForkBombContained(t *testing.T) {
 // memory; a function that does not read stdin, floods or writes garbage
 // never hangs kptr.
 func TestOutputCapAndMisbehaviour(t *testing.T) {
-	res, err := sandbox(t).Run(context.Background(), bundle(t, "flood", strconv.Itoa(64<<20)), runtime.Invocation{MaxOutput: 1 << 20})
+	res, err := sandbox(t).Run(context.Background(), testBundle(t, "flood", strconv.Itoa(64<<20)), runtime.Invocation{MaxOutput: 1 << 20})
 	if !errors.Is(err, runtime.ErrOutputLimit) || !strings.Contains(err.Error(), "stdout") || !strings.Contains(err.Error(), "example.test/hostile:v1") {
 		t.Fatalf("flood: want output limit error naming stdout and the image, got %v", err)
 	}
@@ -354,7 +354,7 @@ func TestOutputCapAndMisbehaviour(t *testing.T) {
 
 	big := strings.NewReader(strings.Repeat("x", 32<<20))
 	start := time.Now()
-	res, err = sandbox(t).Run(context.Background(), bundle(t, "noread"), runtime.Invocation{Stdin: big, Timeout: 20 * time.Second})
+	res, err = sandbox(t).Run(context.Background(), testBundle(t, "noread"), runtime.Invocation{Stdin: big, Timeout: 20 * time.Second})
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("noread: %v exit %d", err, res.ExitCode)
 	}
@@ -362,19 +362,19 @@ func TestOutputCapAndMisbehaviour(t *testing.T) {
 		t.Errorf("noread took %s", d)
 	}
 
-	res, err = sandbox(t).Run(context.Background(), bundle(t, "garbage"), runtime.Invocation{})
+	res, err = sandbox(t).Run(context.Background(), testBundle(t, "garbage"), runtime.Invocation{})
 	if err != nil || res.ExitCode != 0 || len(res.Stdout) != 4096 || len(res.Stderr) != 4096 {
 		t.Fatalf("garbage: %v exit %d, %d/%d bytes", err, res.ExitCode, len(res.Stdout), len(res.Stderr))
 	}
 
-	res, err = sandbox(t).Run(context.Background(), bundle(t, "exit", "3"), runtime.Invocation{})
+	res, err = sandbox(t).Run(context.Background(), testBundle(t, "exit", "3"), runtime.Invocation{})
 	if err != nil || res.ExitCode != 3 || !strings.Contains(string(res.Stderr), "failing on purpose") {
 		t.Fatalf("exit 3: err %v exit %d stderr %q", err, res.ExitCode, res.Stderr)
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { time.Sleep(300 * time.Millisecond); cancel() }()
-	_, err = sandbox(t).Run(ctx, bundle(t, "sleep-ignore", "x"), runtime.Invocation{Stdin: blockingReader{}})
+	_, err = sandbox(t).Run(ctx, testBundle(t, "sleep-ignore", "x"), runtime.Invocation{Stdin: blockingReader{}})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancel: %v", err)
 	}
@@ -394,7 +394,7 @@ func TestBadImages(t *testing.T) {
 		{"garbage binary", []string{"/bin/garbage"}, "exec format error"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := bundle(t)
+			b := testBundle(t)
 			if tc.name == "garbage binary" {
 				// A file that claims to be executable but is not a program:
 				// a private rootfs so the shared one stays as it is.
@@ -414,7 +414,7 @@ func TestBadImages(t *testing.T) {
 
 // Docker semantics end to end: shell form, WorkingDir, User by name.
 func TestImageConfigSemantics(t *testing.T) {
-	b := bundle(t)
+	b := testBundle(t)
 	b.Config.Entrypoint = []string{"/bin/sh", "-c", `echo "var: $IMAGE_VAR"; echo "pwd: $(pwd)"; echo "uid: $(id -u)"; echo "gid: $(id -g)"; echo "home: $HOME"; cat`}
 	b.Config.WorkingDir = "/work"
 	b.Config.User = "fn:fngroup"
@@ -466,14 +466,14 @@ func TestCgroupLimits(t *testing.T) {
 	}
 	s, err := New(runtime.WithLimits(runtime.Limits{Memory: 64 << 20, Pids: 256}))
 	must(t, err)
-	res, err := s.Run(context.Background(), bundle(t, "alloc", "256"), runtime.Invocation{})
+	res, err := s.Run(context.Background(), testBundle(t, "alloc", "256"), runtime.Invocation{})
 	if err == nil && res.ExitCode == 0 {
 		t.Fatalf("allocated 256 MiB under a 64 MiB limit: %s", res.Stdout)
 	}
 	if res.ExitCode != 137 {
 		t.Errorf("want the OOM kill (137), got exit %d err %v", res.ExitCode, err)
 	}
-	res, err = s.Run(context.Background(), bundle(t, "alloc", "16"), runtime.Invocation{})
+	res, err = s.Run(context.Background(), testBundle(t, "alloc", "16"), runtime.Invocation{})
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("16 MiB under 64 MiB: %v %d %s", err, res.ExitCode, res.Stderr)
 	}
@@ -491,7 +491,7 @@ func TestRunCgroupHierarchies(t *testing.T) {
 	s, err := New(runtime.WithStateDir(filepath.Join(testTmp, "state-cgroups")), runtime.WithLimits(runtime.Limits{Memory: 64 << 20, Pids: 99}))
 	must(t, err)
 	defer s.Close()
-	st, err := s.setup(bundle(t), runtime.Invocation{})
+	st, err := s.setup(testBundle(t), runtime.Invocation{})
 	must(t, err)
 	defer st.destroy(s.log)
 	// The init waits on its exec fifo: inspect it before the function runs.
@@ -563,7 +563,7 @@ func TestInvocationMounts(t *testing.T) {
 		if f["/work/new"] == "written" {
 			t.Error("read-only mount writable")
 		}
-		b := bundle(t, "noread")
+		b := testBundle(t, "noread")
 		b.Rootfs = rootfs
 		res, err := sandbox(t).Run(context.Background(), b, runtime.Invocation{Mounts: []runtime.Mount{{Source: host, Target: "/etc/newdir"}}})
 		if sandbox(t).Overlay() {
@@ -591,7 +591,7 @@ func TestIPCNamespace(t *testing.T) {
 	if !strings.Contains(string(host), " "+strconv.Itoa(id)+" ") {
 		t.Fatalf("the host segment %d is not in the host's /proc/sysvipc/shm:\n%s", id, host)
 	}
-	b := bundle(t)
+	b := testBundle(t)
 	b.Config.Entrypoint = []string{"/bin/cat", "/proc/sysvipc/shm"}
 	res, err := sandbox(t).Run(context.Background(), b, runtime.Invocation{})
 	if err != nil || res.ExitCode != 0 {

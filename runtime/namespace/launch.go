@@ -18,7 +18,7 @@ import (
 
 	"github.com/kptr-dev/kptr/runtime"
 	"github.com/kptr-dev/kptr/runtime/containerinit"
-	"github.com/kptr-dev/kptr/runtime/nsinit"
+	"github.com/kptr-dev/kptr/runtime/launcher"
 	"github.com/kptr-dev/kptr/runtime/seccomp"
 	"github.com/opencontainers/cgroups"
 	"github.com/opencontainers/cgroups/manager"
@@ -33,7 +33,7 @@ import (
 // by one of two launchers:
 //
 //   - nsinit (the default): kptr vforks and executes its sealed copy, whose
-//     C constructor (runtime/nsinit) unshares the namespaces, clones the
+//     C constructor (runtime/launcher) unshares the namespaces, clones the
 //     function's pid 1 as kptr's child and sets the sandbox up (mounts,
 //     pivot_root, credentials, capabilities, seccomp) before any Go
 //     runtime start. A start costs about a third of a libcontainer one
@@ -195,9 +195,9 @@ func (l *lcContainer) wait() (*os.ProcessState, error) { return l.p.Wait() }
 func (l *lcContainer) destroy() error                  { return l.c.Destroy() }
 func (l *lcContainer) kind() string                    { return LauncherLibcontainer }
 
-// nsContainer is a container started by runtime/nsinit.
+// nsContainer is a container started by runtime/launcher.
 type nsContainer struct {
-	spec *nsinit.Spec
+	spec *launcher.Spec
 	// upperInMemory: the run's overlay has its upper layer on a tmpfs of
 	// its own mount namespace, not in the run-state directory.
 	upperInMemory bool
@@ -205,7 +205,7 @@ type nsContainer struct {
 	sio           *runtime.Stdio
 	cg            cgroups.Manager // nil: no cgroups (unprivileged, or none delegated)
 	res           *cgroups.Resources
-	p             *nsinit.Proc
+	p             *launcher.Proc
 }
 
 // nsSetupTimeout bounds an init's set-up and its execve (a hung mount
@@ -231,7 +231,7 @@ func (n *nsContainer) start(run bool) error {
 	}
 	err := runtime.OnStableThread(func() error {
 		var err error
-		n.p, err = nsinit.Start(n.spec, n.exe, n.sio.ChildIn, n.sio.ChildOut, n.sio.ChildErr)
+		n.p, err = launcher.Start(n.spec, n.exe, n.sio.ChildIn, n.sio.ChildOut, n.sio.ChildErr)
 		return err
 	})
 	n.close() // the init has its own copies of the image's tree and the cgroup files
@@ -270,7 +270,7 @@ func (n *nsContainer) release() error {
 	defer cancel()
 	if err := n.p.Release(ctx); err != nil {
 		// After the release only execve can fail in the init.
-		if e := (*nsinit.Error)(nil); errors.As(err, &e) && strings.HasPrefix(e.Op, "exec ") {
+		if e := (*launcher.Error)(nil); errors.As(err, &e) && strings.HasPrefix(e.Op, "exec ") {
 			return &execError{err.Error()}
 		}
 		return err
@@ -362,7 +362,7 @@ func (s *Sandbox) nsinitContainer(spec runSpec, cfg *configs.Config, proc runtim
 		if err != nil {
 			return nil, "the image is out of the run uids' reach and cannot be opened as a mount tree: " + err.Error()
 		}
-		ns.Trees = []nsinit.Tree{{FD: os.NewFile(uintptr(fd), "image-tree"), Target: stage}}
+		ns.Trees = []launcher.Tree{{FD: os.NewFile(uintptr(fd), "image-tree"), Target: stage}}
 	}
 	return n, ""
 }
@@ -381,19 +381,19 @@ func (s *Sandbox) nsinitContainer(spec runSpec, cfg *configs.Config, proc runtim
 // tmpfs has no user xattrs (before 6.6): overlayfs would mount, but could
 // not mark a directory opaque (a function's rm -r and mkdir of an image
 // directory would fail).
-func upperInMemory(ns *nsinit.Spec, spec runSpec) bool {
+func upperInMemory(ns *launcher.Spec, spec runSpec) bool {
 	tmp := filepath.Join(ns.Root, "tmp")
-	i := slices.IndexFunc(ns.Mounts, func(m nsinit.Mount) bool { return m.FSType == "overlay" && m.Target == "/tmp" })
+	i := slices.IndexFunc(ns.Mounts, func(m launcher.Mount) bool { return m.FSType == "overlay" && m.Target == "/tmp" })
 	if i < 0 || !overlaySafePath(tmp) || !tmpfsUserXattrs() {
 		return false
 	}
-	dirs := []nsinit.Dir{{Path: "u", Mode: 0o700}, {Path: "w", Mode: 0o700}}
+	dirs := []launcher.Dir{{Path: "u", Mode: 0o700}, {Path: "w", Mode: 0o700}}
 	for _, e := range spec.Entries {
 		if e.Kind == entryDir && !skippedTop[e.Name] {
-			dirs = append(dirs, nsinit.Dir{Path: "u/" + e.Name, Mode: e.Mode})
+			dirs = append(dirs, launcher.Dir{Path: "u/" + e.Name, Mode: e.Mode})
 		}
 	}
-	upper := nsinit.Mount{Source: "tmpfs", Target: "/tmp", FSType: "tmpfs", Flags: unix.MS_NOSUID | unix.MS_NODEV,
+	upper := launcher.Mount{Source: "tmpfs", Target: "/tmp", FSType: "tmpfs", Flags: unix.MS_NOSUID | unix.MS_NODEV,
 		Data: fmt.Sprintf("mode=700,size=%d", tmpSize(spec.Limits)), Dirs: dirs}
 	ns.Mounts[i].Data = overlayData(spec.Image, tmp)
 	ns.Mounts = slices.Insert(ns.Mounts, i, upper)
@@ -488,8 +488,8 @@ func runCgroups(cg *cgroups.Cgroup) (cgroups.Manager, *cgroups.Resources, error)
 
 // nsinitSpec translates a libcontainer configuration made by buildConfig
 // (and the run's process) into nsinit's, or says why it cannot.
-func nsinitSpec(cfg *configs.Config, proc runtime.Process) (*nsinit.Spec, error) {
-	s := &nsinit.Spec{
+func nsinitSpec(cfg *configs.Config, proc runtime.Process) (*launcher.Spec, error) {
+	s := &launcher.Spec{
 		Root:          cfg.Rootfs,
 		MaskPaths:     cfg.MaskPaths,
 		ReadonlyPaths: cfg.ReadonlyPaths,
@@ -534,7 +534,7 @@ func nsinitSpec(cfg *configs.Config, proc runtime.Process) (*nsinit.Spec, error)
 		// make it, but only inside a file system the init mounted (an
 		// invocation mount's target in the overlay's upper layer), never
 		// in the image.
-		nm := nsinit.Mount{Source: m.Source, Target: m.Destination, Flags: uintptr(m.Flags), Data: m.Data, Create: true}
+		nm := launcher.Mount{Source: m.Source, Target: m.Destination, Flags: uintptr(m.Flags), Data: m.Data, Create: true}
 		switch m.Device {
 		case "bind":
 		case "proc", "tmpfs", "overlay":
@@ -551,7 +551,7 @@ func nsinitSpec(cfg *configs.Config, proc runtime.Process) (*nsinit.Spec, error)
 		s.Devices = append(s.Devices, d.Path)
 	}
 	for _, r := range cfg.Rlimits {
-		s.Rlimits = append(s.Rlimits, nsinit.Rlimit{Resource: r.Type, Cur: r.Soft, Max: r.Hard})
+		s.Rlimits = append(s.Rlimits, launcher.Rlimit{Resource: r.Type, Cur: r.Soft, Max: r.Hard})
 	}
 	// Every run is filtered: without a program of kptr's own for this
 	// architecture nsinit starts none (nor does libcontainer, see

@@ -9,14 +9,14 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/runtime"
 	"golang.org/x/sys/unix"
 )
 
 // launcherOf sets up (without starting) the sandbox of one run of b and
 // says which launcher would start it.
-func launcherOf(t *testing.T, s *Sandbox, b cache.Bundle, inv runtime.Invocation) string {
+func launcherOf(t *testing.T, s *Sandbox, b bundle.Bundle, inv runtime.Invocation) string {
 	t.Helper()
 	st, err := s.setup(b, inv)
 	must(t, err)
@@ -37,7 +37,7 @@ func defaultLauncher() string {
 // WithLauncher (KPTR_LAUNCHER) picks libcontainer; a bad name is refused.
 func TestLauncherChoice(t *testing.T) {
 	bothRootfs(t, func(t *testing.T, rootfs string) {
-		b := bundle(t)
+		b := testBundle(t)
 		b.Rootfs = rootfs
 		if got := launcherOf(t, sandbox(t), b, runtime.Invocation{}); got != defaultLauncher() {
 			t.Errorf("launcher %s, want %s", got, defaultLauncher())
@@ -46,7 +46,7 @@ func TestLauncherChoice(t *testing.T) {
 	lc, err := New(runtime.WithStateDir(filepath.Join(testTmp, "state-launcher")), WithLauncher(LauncherLibcontainer))
 	must(t, err)
 	defer lc.Close()
-	if got := launcherOf(t, lc, bundle(t), runtime.Invocation{}); got != LauncherLibcontainer {
+	if got := launcherOf(t, lc, testBundle(t), runtime.Invocation{}); got != LauncherLibcontainer {
 		t.Errorf("WithLauncher(libcontainer): launcher %s", got)
 	}
 	if _, err := New(WithLauncher("crun")); err == nil || !strings.Contains(err.Error(), `unknown sandbox launcher "crun"`) {
@@ -67,7 +67,7 @@ func TestLauncherHomeBelowImageLink(t *testing.T) {
 	must(t, os.Symlink("../var/home", filepath.Join(dir, "usr/hl")))
 	must(t, os.WriteFile(filepath.Join(dir, "etc/passwd"),
 		[]byte("root:x:0:0:root:/usr/hl/fn:/bin/sh\nnobody:x:65534:65534:nobody:/usr/hl/fn:/bin/false\n"), 0o644))
-	b := bundle(t)
+	b := testBundle(t)
 	b.Rootfs = dir
 	b.Config.Entrypoint = []string{"/bin/sh", "-c", `echo "home: $HOME"; touch "$HOME/x" && echo "wrote: yes"`}
 	if got := launcherOf(t, sandbox(t), b, runtime.Invocation{}); got != LauncherLibcontainer {
@@ -100,7 +100,7 @@ func TestLauncherStagedImage(t *testing.T) {
 				t.Fatalf("cp: %v %s", err, out)
 			}
 			before := snapshot(t, dir)
-			b := bundle(t, "read", "/etc/hostname")
+			b := testBundle(t, "read", "/etc/hostname")
 			b.Rootfs = dir
 			if got := launcherOf(t, sandbox(t), b, runtime.Invocation{}); got != defaultLauncher() {
 				t.Errorf("launcher %s, want %s", got, defaultLauncher())
@@ -169,11 +169,11 @@ func TestLauncherUnderSeccomp(t *testing.T) {
 	s, err := New(runtime.WithStateDir(filepath.Join(testTmp, "state-seccomp-"+name)))
 	must(t, err)
 	defer s.Close()
-	if got := launcherOf(t, s, bundle(t), runtime.Invocation{}); got != LauncherNsinit {
+	if got := launcherOf(t, s, testBundle(t), runtime.Invocation{}); got != LauncherNsinit {
 		t.Fatalf("first run planned for %s, want nsinit", got)
 	}
 	for i := range 2 {
-		res, err := s.Run(context.Background(), bundle(t, "write", "/proc/sys/kernel/hostname"), runtime.Invocation{})
+		res, err := s.Run(context.Background(), testBundle(t, "write", "/proc/sys/kernel/hostname"), runtime.Invocation{})
 		if err != nil || res.ExitCode != 0 {
 			t.Fatalf("run %d: %v %d %s", i, err, res.ExitCode, res.Stderr)
 		}
@@ -188,7 +188,7 @@ func TestLauncherUnderSeccomp(t *testing.T) {
 	if n := NsinitFallbacks.Swap(0); n != want {
 		t.Errorf("%d fallbacks to libcontainer, want %d", n, want)
 	}
-	if got := launcherOf(t, s, bundle(t), runtime.Invocation{}); got != wantAfter {
+	if got := launcherOf(t, s, testBundle(t), runtime.Invocation{}); got != wantAfter {
 		t.Errorf("then: %s, want %s", got, wantAfter)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/runtime"
 	"golang.org/x/sys/unix"
 )
@@ -28,20 +28,20 @@ func TestRunLeavesNoState(t *testing.T) {
 		name string
 		args []string
 		inv  runtime.Invocation
-		edit func(b *cache.Bundle)
+		edit func(b *bundle.Bundle)
 	}{
 		{name: "success", args: []string{"cat"}},
 		{name: "failure", args: []string{"exit", "3"}},
-		{name: "crash", edit: func(b *cache.Bundle) { b.Config.Entrypoint = []string{"/bin/sh", "-c", "kill -SEGV $$"} }},
+		{name: "crash", edit: func(b *bundle.Bundle) { b.Config.Entrypoint = []string{"/bin/sh", "-c", "kill -SEGV $$"} }},
 		{name: "timeout", args: []string{"forksleep", "x"}, inv: runtime.Invocation{Timeout: 300 * time.Millisecond}},
 		{name: "output limit", args: []string{"flood", "10000000"}, inv: runtime.Invocation{MaxOutput: 1000}},
 		{name: "ptrace zombie", args: []string{"ptrace-zombie", "exit"}},
-		{name: "exec failure", edit: func(b *cache.Bundle) { b.Rootfs, b.Config.Entrypoint = garbage, []string{"/bin/garbage"} }},
+		{name: "exec failure", edit: func(b *bundle.Bundle) { b.Rootfs, b.Config.Entrypoint = garbage, []string{"/bin/garbage"} }},
 		{name: "start refused", args: []string{"cat"}, inv: runtime.Invocation{Mounts: []runtime.Mount{{Source: filepath.Join(testTmp, "does-not-exist"), Target: "/work"}}}},
-		{name: "no entrypoint", edit: func(b *cache.Bundle) { b.Config.Entrypoint = []string{"/nope"} }},
+		{name: "no entrypoint", edit: func(b *bundle.Bundle) { b.Config.Entrypoint = []string{"/nope"} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := bundle(t, tc.args...)
+			b := testBundle(t, tc.args...)
 			if tc.edit != nil {
 				tc.edit(&b)
 			}
@@ -57,8 +57,8 @@ func TestRunLeavesNoState(t *testing.T) {
 	}
 	t.Run("prepared, unused", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
-		s.Prepare(ctx, bundle(t, "cat"), runtime.Invocation{})
-		s.Prepare(context.Background(), bundle(t, "id"), runtime.Invocation{})
+		s.Prepare(ctx, testBundle(t, "cat"), runtime.Invocation{})
+		s.Prepare(context.Background(), testBundle(t, "id"), runtime.Invocation{})
 		time.Sleep(200 * time.Millisecond)
 		cancel()
 		must(t, s.Close())

@@ -63,7 +63,7 @@ func run(t *testing.T, inv runtime.Invocation, args ...string) (runtime.Result, 
 // the cached rootfs itself rather than a directory of binds).
 func runIn(t *testing.T, rootfs string, inv runtime.Invocation, args ...string) (runtime.Result, map[string]string) {
 	t.Helper()
-	b := bundle(t, args...)
+	b := testBundle(t, args...)
 	b.Rootfs = rootfs
 	res, err := sandbox(t).Run(context.Background(), b, inv)
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/runtime"
 	"golang.org/x/sys/unix"
 )
@@ -80,8 +80,8 @@ func writableRootfs(t *testing.T) []string {
 	return []string{shiftedDir}
 }
 
-func shBundle(rootfs, script string, args ...string) cache.Bundle {
-	return cache.Bundle{Ref: "example.test/sh:v1", Rootfs: rootfs,
+func shBundle(rootfs, script string, args ...string) bundle.Bundle {
+	return bundle.Bundle{Ref: "example.test/sh:v1", Rootfs: rootfs,
 		Config: v1.Config{Entrypoint: append([]string{"/bin/sh", "-c", script, "sh"}, args...), Env: []string{imagePath}}}
 }
 

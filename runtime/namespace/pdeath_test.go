@@ -13,7 +13,7 @@ import (
 // the function it was running dies with it: nothing of the run is left.
 func TestFunctionDiesWithKptr(t *testing.T) {
 	diesWithKptr(t, "TestFunctionDiesWithKptr", func(marker string) {
-		_, err := sandbox(t).Run(context.Background(), bundle(t, "sleep-ignore", marker), runtime.Invocation{Timeout: time.Minute})
+		_, err := sandbox(t).Run(context.Background(), testBundle(t, "sleep-ignore", marker), runtime.Invocation{Timeout: time.Minute})
 		t.Fatalf("the run ended: %v", err)
 	})
 }

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/runtime"
 )
 
@@ -34,7 +34,7 @@ type prepared struct {
 // invocation's env, network, mounts and user. Stdin, the timeout and the
 // output cap only matter once the function runs, so they are not part of
 // it. The Sandbox's own limits and features are fixed for its lifetime.
-func prepKey(b cache.Bundle, inv runtime.Invocation) string {
+func prepKey(b bundle.Bundle, inv runtime.Invocation) string {
 	k, err := json.Marshal(struct {
 		Rootfs, Digest string
 		Config         any
@@ -57,7 +57,7 @@ func prepKey(b cache.Bundle, inv runtime.Invocation) string {
 // more than maxPrepared are waiting; if kptr dies, its init dies with it
 // (parent-death signal). Functions run on the host (no Rootfs) are not
 // prepared.
-func (s *Sandbox) Prepare(ctx context.Context, b cache.Bundle, inv runtime.Invocation) {
+func (s *Sandbox) Prepare(ctx context.Context, b bundle.Bundle, inv runtime.Invocation) {
 	if b.Rootfs == "" || ctx.Err() != nil {
 		return
 	}
@@ -107,7 +107,7 @@ func (s *Sandbox) Prepare(ctx context.Context, b cache.Bundle, inv runtime.Invoc
 }
 
 // take removes and returns the prepared sandbox for (b, inv), if any.
-func (s *Sandbox) take(ctx context.Context, b cache.Bundle, inv runtime.Invocation) *prepared {
+func (s *Sandbox) take(ctx context.Context, b bundle.Bundle, inv runtime.Invocation) *prepared {
 	s.mu.Lock()
 	if len(s.prepared) == 0 {
 		s.mu.Unlock()

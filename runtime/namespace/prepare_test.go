@@ -63,7 +63,7 @@ func TestPreparedRunSameAsCold(t *testing.T) {
 	bothRootfs(t, func(t *testing.T, rootfs string) {
 		s := sandbox(t)
 		for _, args := range [][]string{{"id"}, {"env"}, {"cat"}, {"ls", "/"}} {
-			b := bundle(t, args...)
+			b := testBundle(t, args...)
 			b.Rootfs = rootfs
 			input := []byte("apiVersion: v1\nkind: ResourceList\nitems: []\n")
 			inv := func() runtime.Invocation {
@@ -97,7 +97,7 @@ func TestPreparedRunSameAsCold(t *testing.T) {
 func TestPreparedUsedOnceAndOnlyByItsShape(t *testing.T) {
 	s := sandbox(t)
 	ctx := context.Background()
-	b := bundle(t, "token", "run-0")
+	b := testBundle(t, "token", "run-0")
 	inv := runtime.Invocation{AsCurrentUser: true}
 	s.Prepare(ctx, b, inv)
 	hits := s.prepHits.Load()
@@ -169,7 +169,7 @@ func TestPreparedUsedOnceAndOnlyByItsShape(t *testing.T) {
 func TestPreparedUnusedLeavesNothing(t *testing.T) {
 	s, err := New(runtime.WithStateDir(filepath.Join(testTmp, "state-prepared")))
 	must(t, err)
-	b := bundle(t, "id")
+	b := testBundle(t, "id")
 
 	s.Prepare(context.Background(), b, runtime.Invocation{})
 	pid := preparedPid(t, s)
@@ -196,7 +196,7 @@ func TestPreparedUnusedLeavesNothing(t *testing.T) {
 	// More than maxPrepared unused: the oldest is destroyed.
 	var pids []int
 	for i := range maxPrepared + 1 {
-		s2.Prepare(context.Background(), bundle(t, "id", fmt.Sprint(i)), runtime.Invocation{})
+		s2.Prepare(context.Background(), testBundle(t, "id", fmt.Sprint(i)), runtime.Invocation{})
 		if i < maxPrepared {
 			s2.mu.Lock()
 			pr := s2.prepared[len(s2.prepared)-1]
@@ -228,7 +228,7 @@ func TestPreparedRunStateGoneAfterClose(t *testing.T) {
 	dir := filepath.Join(testTmp, "state-prepared-run")
 	s, err := New(runtime.WithStateDir(dir))
 	must(t, err)
-	b := bundle(t, "cat")
+	b := testBundle(t, "cat")
 	for i := range 3 {
 		s.Prepare(context.Background(), b, runtime.Invocation{})
 		res, err := s.Run(context.Background(), b, runtime.Invocation{Stdin: strings.NewReader(fmt.Sprint("in", i))})
@@ -257,7 +257,7 @@ func TestPreparedRunStateGoneAfterClose(t *testing.T) {
 func TestPreparedTimeoutKillsEveryProcess(t *testing.T) {
 	marker := fmt.Sprintf("kptr-prep-marker-%d-%d", os.Getpid(), time.Now().UnixNano())
 	s := sandbox(t)
-	b := bundle(t, "forksleep", marker)
+	b := testBundle(t, "forksleep", marker)
 	s.Prepare(context.Background(), b, runtime.Invocation{})
 	preparedPid(t, s)
 	// Time spent prepared does not count against the run's limit.
@@ -286,7 +286,7 @@ func TestPreparedTimeoutKillsEveryProcess(t *testing.T) {
 func TestPreparedDiesWithKptr(t *testing.T) {
 	if os.Getenv("KPTR_PREP_PDEATH_CHILD") != "" {
 		s := sandbox(t)
-		s.Prepare(context.Background(), bundle(t, "id"), runtime.Invocation{})
+		s.Prepare(context.Background(), testBundle(t, "id"), runtime.Invocation{})
 		fmt.Printf("prepared-pid: %d\n", preparedPid(t, s))
 		time.Sleep(time.Minute)
 		t.Fatal("not killed")

@@ -11,7 +11,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/runtime"
 	"golang.org/x/sys/unix"
 )
@@ -44,7 +44,7 @@ func TestRunsAlwaysEnd(t *testing.T) {
 				args[len(args)-1] = marker
 			}
 			const timeout = 3 * time.Second
-			res, err, d := runBounded(t, bundle(t, args...), runtime.Invocation{Timeout: timeout}, timeout+reapBound)
+			res, err, d := runBounded(t, testBundle(t, args...), runtime.Invocation{Timeout: timeout}, timeout+reapBound)
 			f := facts(string(res.Stdout))
 			if tc.timeout {
 				if !errors.Is(err, runtime.ErrTimeout) {
@@ -69,7 +69,7 @@ func TestRunsAlwaysEnd(t *testing.T) {
 
 // runBounded runs b and fails the test (rather than hanging the test binary)
 // when the run does not return within bound.
-func runBounded(t *testing.T, b cache.Bundle, inv runtime.Invocation, bound time.Duration) (runtime.Result, error, time.Duration) {
+func runBounded(t *testing.T, b bundle.Bundle, inv runtime.Invocation, bound time.Duration) (runtime.Result, error, time.Duration) {
 	t.Helper()
 	type out struct {
 		res runtime.Result
@@ -142,7 +142,7 @@ func siginfoPid(si *unix.Siginfo) int {
 func TestHostRunsAlwaysEnd(t *testing.T) {
 	for _, how := range []string{"exit", "hang"} {
 		t.Run(how, func(t *testing.T) {
-			b := bundle(t, "ptrace-zombie", how)
+			b := testBundle(t, "ptrace-zombie", how)
 			b.Rootfs = directRootfs(t)
 			const timeout = 2 * time.Second
 			type out struct {

@@ -11,7 +11,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/runtime"
 )
 
@@ -109,7 +109,7 @@ func TestRuntimesUnderFilter(t *testing.T) {
 				"python": {"/usr/bin/python3.11", "-c", pythonScript},
 				"node":   {"/usr/bin/node", "-e", nodeScript},
 			} {
-				b := cache.Bundle{Ref: "example.test/" + name + ":v1", Rootfs: root,
+				b := bundle.Bundle{Ref: "example.test/" + name + ":v1", Rootfs: root,
 					Config: v1.Config{Entrypoint: argv, Env: []string{imagePath, "HOME=/tmp"}}}
 				in := "kind: ResourceList\n"
 				res, err := s.Run(context.Background(), b, runtime.Invocation{Stdin: strings.NewReader(in)})

@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/runtime"
 	"github.com/opencontainers/runc/libcontainer/configs"
 	"github.com/sirupsen/logrus"
@@ -149,11 +149,11 @@ func (s *Sandbox) Probes() []runtime.ProbeResult {
 // A bundle without Rootfs is one of kpt's exec functions, a host binary: it
 // runs through Host, unsandboxed, as kpt runs it (whether exec functions may
 // run at all is the caller's policy).
-func (s *Sandbox) Run(ctx context.Context, b cache.Bundle, inv runtime.Invocation) (runtime.Result, error) {
+func (s *Sandbox) Run(ctx context.Context, b bundle.Bundle, inv runtime.Invocation) (runtime.Result, error) {
 	return runtime.RunImage(ctx, b, inv, s.timeout, s.maxOutput, s.run)
 }
 
-func (s *Sandbox) run(ctx context.Context, b cache.Bundle, inv runtime.Invocation) (runtime.Result, error) {
+func (s *Sandbox) run(ctx context.Context, b bundle.Bundle, inv runtime.Invocation) (runtime.Result, error) {
 	if pr := s.take(ctx, b, inv); pr != nil {
 		if res, err, ok := s.runPrepared(ctx, pr, inv); ok {
 			return res, err
@@ -191,7 +191,7 @@ func (s *Sandbox) run(ctx context.Context, b cache.Bundle, inv runtime.Invocatio
 // failed before its init was started (set-up or the container's start:
 // what a probe would have caught), so nothing of inv was consumed. A failed
 // execve of the entrypoint is the image's (started is true then).
-func (s *Sandbox) runOnce(ctx context.Context, b cache.Bundle, inv runtime.Invocation, lc bool) (_ runtime.Result, _ error, started bool) {
+func (s *Sandbox) runOnce(ctx context.Context, b bundle.Bundle, inv runtime.Invocation, lc bool) (_ runtime.Result, _ error, started bool) {
 	st, err := s.setupWith(b, inv, lc)
 	if err != nil {
 		return runtime.Result{}, err, false
@@ -267,12 +267,12 @@ func (st *started) watch() error {
 }
 
 // setup creates (but does not start) the sandbox of one run of b.
-func (s *Sandbox) setup(b cache.Bundle, inv runtime.Invocation) (*started, error) {
+func (s *Sandbox) setup(b bundle.Bundle, inv runtime.Invocation) (*started, error) {
 	return s.setupWith(b, inv, false)
 }
 
 // setupWith is setup; with lc, libcontainer starts the run.
-func (s *Sandbox) setupWith(b cache.Bundle, inv runtime.Invocation, lc bool) (_ *started, err error) {
+func (s *Sandbox) setupWith(b bundle.Bundle, inv runtime.Invocation, lc bool) (_ *started, err error) {
 	s.featMu.RLock()
 	feat, overlay := s.feat, s.overlay
 	s.featMu.RUnlock()

@@ -47,10 +47,10 @@ func TestEveryLauncherFilters(t *testing.T) {
 			if want == LauncherAuto {
 				want = LauncherLibcontainer
 			}
-			if got := launcherOf(t, s, bundle(t), c.inv); got != want {
+			if got := launcherOf(t, s, testBundle(t), c.inv); got != want {
 				t.Fatalf("planned for %s, want %s", got, want)
 			}
-			res, err := s.Run(context.Background(), bundle(t, "id"), c.inv)
+			res, err := s.Run(context.Background(), testBundle(t, "id"), c.inv)
 			if err != nil || res.ExitCode != 0 {
 				t.Fatalf("id: %v exit %d %s", err, res.ExitCode, res.Stderr)
 			}
@@ -61,7 +61,7 @@ func TestEveryLauncherFilters(t *testing.T) {
 				"unshare":  "operation not permitted",
 				"io_uring": "operation not permitted",
 			} {
-				res, err := s.Run(context.Background(), bundle(t, args), c.inv)
+				res, err := s.Run(context.Background(), testBundle(t, args), c.inv)
 				if err != nil || res.ExitCode != 0 {
 					t.Fatalf("%s: %v exit %d %s", args, err, res.ExitCode, res.Stderr)
 				}

@@ -37,7 +37,7 @@ func TestPrivateStateParentNamespaceTier(t *testing.T) {
 			defer s.Close()
 			assertStateDirSafe(t, s.stateDir, priv)
 			bothRootfs(t, func(t *testing.T, rootfs string) {
-				b := bundle(t, "write", "/tmp/x", "/newfile")
+				b := testBundle(t, "write", "/tmp/x", "/newfile")
 				b.Rootfs = rootfs
 				res, err := s.Run(context.Background(), b, runtime.Invocation{})
 				if err != nil || res.ExitCode != 0 {

@@ -8,7 +8,7 @@ import (
 )
 
 // Which code a sandbox's processes start in. The namespace tier's
-// container init is, by default, runtime/nsinit's C constructor in a
+// container init is, by default, runtime/launcher's C constructor in a
 // re-executed kptr: it sets the container up and executes the function
 // before the Go runtime would start (launch.go says when libcontainer starts
 // a run instead). libcontainer's own container init runs from the package
@@ -22,6 +22,7 @@ import (
 
 func init() {
 	runtime.Register(tier{})
+	runtime.RegisterManyStarts(ReexecSealed)
 	runtime.RegisterChild("init", func([]string) {
 		// libcontainer starts exactly "/proc/self/exe init" with its init
 		// pipe in the environment, normally run already from

@@ -315,7 +315,7 @@ func TestProbeVerdictStaleRunRecovers(t *testing.T) {
 	if !sb.cached || !sb.Features().Root {
 		t.Fatal("New did not take the (stale) cached verdict")
 	}
-	res, err := sb.Run(context.Background(), bundle(t, "id"), runtime.Invocation{})
+	res, err := sb.Run(context.Background(), testBundle(t, "id"), runtime.Invocation{})
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("run after a stale verdict: %v (exit %d, %s)", err, res.ExitCode, res.Stderr)
 	}

@@ -1,7 +1,7 @@
 // Package seccomp is kptr's system-call policy and the classic-BPF
 // assembler that turns it into the program the sandbox tiers load, for
 // amd64 and arm64, in Go (golang.org/x/sys/unix; no libseccomp). It is not
-// a tier: runtime/nsinit loads its program into the namespace tier's
+// a tier: runtime/launcher loads its program into the namespace tier's
 // container init, and the landlock tier's confiner loads it before it
 // executes the function.
 //

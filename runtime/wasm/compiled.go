@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/bundle"
 )
 
 // Compiled code on disk. With a cache directory (WithCacheDir), each module's
@@ -57,7 +57,7 @@ func (r *Runner) CompiledOnDisk(sum string) bool {
 
 // ModuleSum is the SHA-256 (hex) of b's module, read as a run reads it: what
 // names its compiled code.
-func ModuleSum(b cache.Bundle) (string, error) {
+func ModuleSum(b bundle.Bundle) (string, error) {
 	code, err := readModule(b)
 	if err != nil {
 		return "", err

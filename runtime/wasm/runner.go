@@ -22,6 +22,7 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/cache"
 	"github.com/kptr-dev/kptr/runtime"
 )
@@ -44,7 +45,7 @@ const (
 	ABIWASIP1 ABI = "wasip1" // wasi_snapshot_preview1
 )
 
-// Runner runs wasm bundles (cache.Bundle with Wasm set). It implements
+// Runner runs wasm bundles (bundle.Bundle with Wasm set). It implements
 // runtime.Runner; the zero value is not usable, use New.
 type Runner struct {
 	timeout     time.Duration
@@ -53,7 +54,7 @@ type Runner struct {
 	cacheDir    string
 	// notice, when set, is called with the image (or module path) before a
 	// module is compiled that has no compiled code in cacheDir yet: the
-	// run's progress can say why it takes long (WithNotice).
+	// run's progress can say why it takes long (runtime.WithCompileNotice).
 	notice func(name string)
 	*engine
 }
@@ -176,7 +177,7 @@ func (r *Runner) Close() error {
 // Run implements runtime.Runner: the module b.Wasm names (beneath b.Rootfs,
 // or a host path for an exec function without a rootfs) runs with
 // inv.Stdin as its input.
-func (r *Runner) Run(ctx context.Context, b cache.Bundle, inv runtime.Invocation) (runtime.Result, error) {
+func (r *Runner) Run(ctx context.Context, b bundle.Bundle, inv runtime.Invocation) (runtime.Result, error) {
 	start := time.Now()
 	res, err := r.run(ctx, b, inv)
 	res.Duration = time.Since(start)
@@ -191,7 +192,7 @@ func (r *Runner) Run(ctx context.Context, b cache.Bundle, inv runtime.Invocation
 }
 
 // Compile compiles b's module ahead of its run (pre-warming).
-func (r *Runner) Compile(ctx context.Context, b cache.Bundle) (ABI, error) {
+func (r *Runner) Compile(ctx context.Context, b bundle.Bundle) (ABI, error) {
 	cm, err := r.compile(ctx, b)
 	if err != nil {
 		return "", err
@@ -199,7 +200,7 @@ func (r *Runner) Compile(ctx context.Context, b cache.Bundle) (ABI, error) {
 	return cm.abi, nil
 }
 
-func (r *Runner) compile(ctx context.Context, b cache.Bundle) (*compiledModule, error) {
+func (r *Runner) compile(ctx context.Context, b bundle.Bundle) (*compiledModule, error) {
 	if b.Wasm == "" {
 		return nil, errors.New("not a wasm function")
 	}
@@ -266,7 +267,7 @@ func (r *Runner) compile(ctx context.Context, b cache.Bundle) (*compiledModule, 
 
 // readModule reads the module file, bounded, beneath the rootfs through
 // os.Root (an image's files are untrusted) or at its host path.
-func readModule(b cache.Bundle) ([]byte, error) {
+func readModule(b bundle.Bundle) ([]byte, error) {
 	var f *os.File
 	var err error
 	if b.Rootfs != "" {
@@ -332,7 +333,7 @@ func checkImports(m wazero.CompiledModule) (ABI, error) {
 	return abi, nil
 }
 
-func (r *Runner) run(ctx context.Context, b cache.Bundle, inv runtime.Invocation) (runtime.Result, error) {
+func (r *Runner) run(ctx context.Context, b bundle.Bundle, inv runtime.Invocation) (runtime.Result, error) {
 	cm, err := r.compile(ctx, b)
 	if err != nil {
 		return runtime.Result{}, err

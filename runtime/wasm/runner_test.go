@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/cache"
 	"github.com/kptr-dev/kptr/runtime"
 	"github.com/kptr-dev/kptr/test/fnimage"
@@ -50,7 +51,7 @@ func newRunner(t *testing.T, opts ...Option) *Runner {
 
 func run(t *testing.T, r *Runner, module string, inv runtime.Invocation) (runtime.Result, error) {
 	t.Helper()
-	return r.Run(context.Background(), cache.Bundle{Ref: filepath.Base(module), Wasm: module}, inv)
+	return r.Run(context.Background(), bundle.Bundle{Ref: filepath.Base(module), Wasm: module}, inv)
 }
 
 // The fixture set-namespace, built for both hosts, does what the native one
@@ -153,7 +154,7 @@ func TestModuleInRootfs(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(rootfs, "fn.wasm"), code, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	res, err := r.Run(context.Background(), cache.Bundle{Ref: "img", Rootfs: rootfs, Wasm: "fn.wasm"},
+	res, err := r.Run(context.Background(), bundle.Bundle{Ref: "img", Rootfs: rootfs, Wasm: "fn.wasm"},
 		runtime.Invocation{Stdin: strings.NewReader(setNamespaceInput)})
 	if err != nil || res.ExitCode != 0 || !strings.Contains(string(res.Stdout), "namespace: staging") {
 		t.Fatalf("%v exit %d: %s", err, res.ExitCode, res.Stderr)
@@ -162,7 +163,7 @@ func TestModuleInRootfs(t *testing.T) {
 	if err := os.Symlink("/etc/passwd", filepath.Join(rootfs, "out.wasm")); err != nil {
 		t.Fatal(err)
 	}
-	_, err = r.Run(context.Background(), cache.Bundle{Ref: "img", Rootfs: rootfs, Wasm: "out.wasm"}, runtime.Invocation{})
+	_, err = r.Run(context.Background(), bundle.Bundle{Ref: "img", Rootfs: rootfs, Wasm: "out.wasm"}, runtime.Invocation{})
 	if err == nil || !strings.Contains(err.Error(), "reading module") {
 		t.Fatalf("symlink out of the rootfs: %v", err)
 	}

@@ -4,14 +4,14 @@ import (
 	"context"
 	"errors"
 
-	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/runtime"
 )
 
 func init() { runtime.Register(tier{}) }
 
 // Name is the tier's name (--sandbox=wasm runs wasm images only).
-const Name = "wasm"
+const Name = runtime.Wasm
 
 // tier is the wasm tier as runtime.Tier. Auto never picks it: it runs wasm
 // function images only, so kptr opens it for those beside whichever tier
@@ -39,7 +39,7 @@ func (tier) Probe(string, bool) []runtime.ProbeResult {
 
 // Open returns the wasm Sandbox: the Settings' timeout and output cap, its
 // memory limit (Limits.Memory, at most wasm32's 4 GiB) as the modules'
-// memory cap; WithCompileCache adds the compilation cache.
+// memory cap; runtime.WithCompileCache adds the compilation cache.
 func (t tier) Open(opts ...runtime.Option) (runtime.Sandbox, error) {
 	s := runtime.NewSettings(opts...)
 	mem := s.Limits.Memory
@@ -47,6 +47,8 @@ func (t tier) Open(opts ...runtime.Option) (runtime.Sandbox, error) {
 		mem = 4 << 30
 	}
 	sb := &Sandbox{Runner: New(WithTimeout(s.Timeout), WithMaxOutput(s.MaxOutput), WithMemoryLimit(mem))}
+	sb.Runner.cacheDir = s.CompileCache
+	sb.Runner.notice = s.CompileNotice
 	s.ApplyTier(sb)
 	probes := t.Probe("", false)
 	if err := runtime.Required(probes); err != nil {
@@ -56,23 +58,17 @@ func (t tier) Open(opts ...runtime.Option) (runtime.Sandbox, error) {
 	return sb, nil
 }
 
-// WithCompileCache keeps compiled modules in dir (the wasm tier only).
-func WithCompileCache(dir string) runtime.Option {
-	return runtime.TierOption(func(sb any) {
-		if s, ok := sb.(*Sandbox); ok {
-			s.Runner.cacheDir = dir
+// PruneCompiled prunes the compiled code in dir (runtime.CompiledPruner):
+// that of modules no bundle of keep holds, and by o.
+func (tier) PruneCompiled(dir string, keep []bundle.Bundle, o runtime.PruneOptions) (runtime.PruneReport, error) {
+	sums := map[string]bool{}
+	for _, b := range keep {
+		if sum, err := ModuleSum(b); err == nil {
+			sums[sum] = true
 		}
-	})
-}
-
-// WithNotice makes runs say, through notice, when they compile a module
-// the compilation cache does not hold yet (WithCompileNotice).
-func WithNotice(notice func(name string)) runtime.Option {
-	return runtime.TierOption(func(sb any) {
-		if s, ok := sb.(*Sandbox); ok {
-			s.Runner.notice = notice
-		}
-	})
+	}
+	rep, err := PruneCompiled(dir, PruneOptions{Keep: sums, All: o.All, MaxAge: o.MaxAge, Grace: o.Grace, DryRun: o.DryRun})
+	return runtime.PruneReport(rep), err
 }
 
 // Sandbox is the wasm tier opened: a Runner that also prepares (compiles
@@ -86,7 +82,7 @@ var errNotWasm = errors.New("the wasm tier runs only wasm function images (js/wa
 
 // Run runs a wasm bundle; an exec function (no rootfs, no module) through
 // runtime.Host; refuses a container image.
-func (s *Sandbox) Run(ctx context.Context, b cache.Bundle, inv runtime.Invocation) (runtime.Result, error) {
+func (s *Sandbox) Run(ctx context.Context, b bundle.Bundle, inv runtime.Invocation) (runtime.Result, error) {
 	switch {
 	case b.Wasm != "":
 		return s.Runner.Run(ctx, b, inv)
@@ -98,10 +94,17 @@ func (s *Sandbox) Run(ctx context.Context, b cache.Bundle, inv runtime.Invocatio
 
 // Prepare compiles b's module ahead of its run (in the background: a
 // compilation the run then shares, or finds done).
-func (s *Sandbox) Prepare(_ context.Context, b cache.Bundle, _ runtime.Invocation) {
+func (s *Sandbox) Prepare(_ context.Context, b bundle.Bundle, _ runtime.Invocation) {
 	if b.Wasm != "" {
 		go func() { _, _ = s.Compile(context.Background(), b) }()
 	}
+}
+
+// Precompile compiles b's module into the compile cache
+// (runtime.Compiler).
+func (s *Sandbox) Precompile(ctx context.Context, b bundle.Bundle) error {
+	_, err := s.Compile(ctx, b)
+	return err
 }
 
 // Probes are the results the sandbox was opened on.
@@ -110,4 +113,8 @@ func (s *Sandbox) Probes() []runtime.ProbeResult { return s.probes }
 // Close releases the compiled modules.
 func (s *Sandbox) Close() error { return s.Runner.Close() }
 
-var _ runtime.Sandbox = (*Sandbox)(nil)
+var (
+	_ runtime.Sandbox        = (*Sandbox)(nil)
+	_ runtime.Compiler       = (*Sandbox)(nil)
+	_ runtime.CompiledPruner = tier{}
+)

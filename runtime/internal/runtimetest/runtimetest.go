@@ -18,7 +18,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/test/fnimage"
 )
 
@@ -88,8 +88,8 @@ func Rootfs(t testing.TB, testTmp string) string {
 }
 
 // Bundle is the test image running the hostile fixture with cmd.
-func Bundle(t testing.TB, tmp string, cmd ...string) cache.Bundle {
-	return cache.Bundle{
+func Bundle(t testing.TB, tmp string, cmd ...string) bundle.Bundle {
+	return bundle.Bundle{
 		Ref:    "example.test/hostile:v1",
 		Rootfs: Rootfs(t, tmp),
 		Config: v1.Config{Entrypoint: []string{"function"}, Cmd: cmd, Env: []string{ImagePath, "IMAGE_VAR=from-image"}},

@@ -1,4 +1,7 @@
-package cache
+// Package bundle holds Bundle, what the cache hands to the runtime: a
+// leaf, so the runtime and its tiers run functions without importing the
+// cache, and tests hand a runner a bundle without building one.
+package bundle
 
 import (
 	"time"

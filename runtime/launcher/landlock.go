@@ -1,4 +1,4 @@
-package nsinit
+package launcher
 
 // #include "nsinit.h"
 import "C"

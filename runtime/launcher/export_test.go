@@ -1,4 +1,4 @@
-package nsinit
+package launcher
 
 // Encode is encode, for the parser tests.
 var Encode = encode

@@ -1,4 +1,4 @@
-package nsinit_test
+package launcher_test
 
 import (
 	"bufio"
@@ -23,7 +23,7 @@ import (
 	_ "github.com/opencontainers/runc/libcontainer/nsenter"
 	"golang.org/x/sys/unix"
 
-	"github.com/kptr-dev/kptr/runtime/nsinit"
+	"github.com/kptr-dev/kptr/runtime/launcher"
 	"github.com/kptr-dev/kptr/test/fnimage"
 )
 
@@ -44,7 +44,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && (os.Args[1] == nsinit.InitArg || os.Args[1] == notInitArg) {
+	if len(os.Args) > 1 && (os.Args[1] == launcher.InitArg || os.Args[1] == notInitArg) {
 		// The constructor let this process through to Go: say what it
 		// left (TestConstructorInert).
 		inertReport()
@@ -118,12 +118,12 @@ func newRoot(t testing.TB) string {
 }
 
 // spec is the container runtime.Sandbox builds, for root.
-func spec(root string, args ...string) *nsinit.Spec {
-	s := &nsinit.Spec{
+func spec(root string, args ...string) *launcher.Spec {
+	s := &launcher.Spec{
 		Cloneflags: unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC |
 			unix.CLONE_NEWUTS | unix.CLONE_NEWNET | unix.CLONE_NEWCGROUP,
 		Root: root,
-		Mounts: []nsinit.Mount{
+		Mounts: []launcher.Mount{
 			{Source: "proc", Target: "/proc", FSType: "proc", Flags: unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC},
 			{Source: "tmpfs", Target: "/dev", FSType: "tmpfs", Flags: unix.MS_NOSUID | unix.MS_STRICTATIME | unix.MS_NOEXEC, Data: "mode=755,size=64k"},
 			{Source: "tmpfs", Target: "/tmp", FSType: "tmpfs", Flags: unix.MS_NOSUID | unix.MS_NODEV, Data: "mode=1777,size=1m"},
@@ -137,7 +137,7 @@ func spec(root string, args ...string) *nsinit.Spec {
 		Hostname:      "nsinit-test",
 		Loopback:      true,
 		OOMScoreAdj:   1000,
-		Rlimits: []nsinit.Rlimit{
+		Rlimits: []launcher.Rlimit{
 			{Resource: unix.RLIMIT_NOFILE, Cur: 300, Max: 300},
 			{Resource: unix.RLIMIT_CORE},
 		},
@@ -164,7 +164,7 @@ type result struct {
 
 // run starts, sets up, releases and waits for one container; an error of
 // Setup or Release is returned (the init reaped).
-func run(t *testing.T, s *nsinit.Spec, stdin string) (result, error) {
+func run(t *testing.T, s *launcher.Spec, stdin string) (result, error) {
 	t.Helper()
 	inR, inW, err := os.Pipe()
 	must(t, err)
@@ -175,7 +175,7 @@ func run(t *testing.T, s *nsinit.Spec, stdin string) (result, error) {
 	outR, outW, err := os.Pipe()
 	must(t, err)
 	defer outR.Close()
-	p, err := nsinit.Start(s, exe, inR, outW, outW)
+	p, err := launcher.Start(s, exe, inR, outW, outW)
 	outW.Close()
 	if err != nil {
 		return result{}, err
@@ -310,7 +310,7 @@ func TestFunctionUser(t *testing.T) {
 	s.UID, s.GID = 1234, 2345
 	res, err := run(t, s, "")
 	if os.Geteuid() != 0 {
-		var e *nsinit.Error
+		var e *launcher.Error
 		if !errors.As(err, &e) || !errors.Is(err, unix.EINVAL) || !strings.HasPrefix(err.Error(), "setres") {
 			t.Fatalf("uid 1234 unmapped: %v, want setresgid/setresuid: invalid argument", err)
 		}
@@ -351,7 +351,7 @@ func TestSymlinkTargetRefused(t *testing.T) {
 			must(t, os.Symlink(c.to, filepath.Join(root, c.link)))
 			s := spec(root, "container")
 			if c.target == "/work/sub" || c.target == "/etc/kcore" {
-				s.Mounts = append(s.Mounts, nsinit.Mount{Source: "tmpfs", Target: c.target, FSType: "tmpfs"})
+				s.Mounts = append(s.Mounts, launcher.Mount{Source: "tmpfs", Target: c.target, FSType: "tmpfs"})
 			}
 			_, err := run(t, s, "")
 			if !errors.Is(err, unix.ELOOP) || !strings.Contains(err.Error(), "mount target "+c.target) {
@@ -381,7 +381,7 @@ func TestMaskPathLinkRefused(t *testing.T) {
 func TestCreate(t *testing.T) {
 	root := newRoot(t)
 	s := spec(root, "container")
-	s.Mounts = append(s.Mounts, nsinit.Mount{Source: "tmpfs", Target: "/missing", FSType: "tmpfs"})
+	s.Mounts = append(s.Mounts, launcher.Mount{Source: "tmpfs", Target: "/missing", FSType: "tmpfs"})
 	_, err := run(t, s, "")
 	if !errors.Is(err, unix.ENOENT) || err.Error() != "mount target /missing: no such file or directory" {
 		t.Fatalf("missing target: %v", err)
@@ -390,15 +390,15 @@ func TestCreate(t *testing.T) {
 	// A long target: the init's message is cut to its bound, still one line.
 	s = spec(root, "container")
 	long := "/" + strings.Repeat("a/", 600) + "x"
-	s.Mounts = append(s.Mounts, nsinit.Mount{Source: "tmpfs", Target: long, FSType: "tmpfs"})
+	s.Mounts = append(s.Mounts, launcher.Mount{Source: "tmpfs", Target: long, FSType: "tmpfs"})
 	_, err = run(t, s, "")
-	var e *nsinit.Error
+	var e *launcher.Error
 	if !errors.As(err, &e) || !strings.HasPrefix(e.Op, "mount target /a/a/") || len(e.Op) != 1024 || e.Errno != unix.ENOENT {
 		t.Fatalf("long missing target: %v", err)
 	}
 
 	s = spec(root, "container")
-	s.Mounts = append(s.Mounts, nsinit.Mount{Source: "tmpfs", Target: "/missing", FSType: "tmpfs", Create: true})
+	s.Mounts = append(s.Mounts, launcher.Mount{Source: "tmpfs", Target: "/missing", FSType: "tmpfs", Create: true})
 	_, err = run(t, s, "")
 	if !errors.Is(err, unix.EPERM) || !strings.Contains(err.Error(), "/missing") {
 		t.Fatalf("create in the image: %v, want EPERM", err)
@@ -408,7 +408,7 @@ func TestCreate(t *testing.T) {
 	}
 
 	s = spec(root, "container")
-	s.Mounts = append(s.Mounts, nsinit.Mount{Source: "tmpfs", Target: "/tmp/made/dir", FSType: "tmpfs", Create: true})
+	s.Mounts = append(s.Mounts, launcher.Mount{Source: "tmpfs", Target: "/tmp/made/dir", FSType: "tmpfs", Create: true})
 	_, err = run(t, s, "")
 	if !errors.Is(err, unix.ENOENT) || !strings.Contains(err.Error(), "/tmp/made/dir") {
 		t.Fatalf("create below a missing parent: %v, want ENOENT", err)
@@ -421,8 +421,8 @@ func TestCreate(t *testing.T) {
 	must(t, os.WriteFile(hostFile, []byte("x"), 0o644))
 	s = spec(root, "container")
 	s.Mounts = append(s.Mounts,
-		nsinit.Mount{Source: "tmpfs", Target: "/tmp/dir", FSType: "tmpfs", Data: "size=4k", Create: true},
-		nsinit.Mount{Source: hostFile, Target: "/tmp/file", Flags: unix.MS_BIND | unix.MS_RDONLY, Create: true})
+		launcher.Mount{Source: "tmpfs", Target: "/tmp/dir", FSType: "tmpfs", Data: "size=4k", Create: true},
+		launcher.Mount{Source: hostFile, Target: "/tmp/file", Flags: unix.MS_BIND | unix.MS_RDONLY, Create: true})
 	res, err := run(t, s, "")
 	must(t, err)
 	if !strings.HasPrefix(res.facts["mount /tmp/dir"], "tmpfs rw,") || !strings.Contains(res.facts["mount /tmp/file"], " ro,") {
@@ -440,16 +440,16 @@ func TestBindMounts(t *testing.T) {
 	must(t, os.Chmod(host, 0o755))
 	must(t, os.WriteFile(filepath.Join(host, "data"), []byte("x"), 0o644))
 	s := spec(root, "container")
-	s.Mounts[0] = nsinit.Mount{Source: "/proc", Target: "/proc", Flags: unix.MS_BIND | unix.MS_REC | unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC}
-	s.Mounts = append(s.Mounts, nsinit.Mount{Source: host, Target: "/work",
+	s.Mounts[0] = launcher.Mount{Source: "/proc", Target: "/proc", Flags: unix.MS_BIND | unix.MS_REC | unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC}
+	s.Mounts = append(s.Mounts, launcher.Mount{Source: host, Target: "/work",
 		Flags: unix.MS_BIND | unix.MS_REC | unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV})
 	s.MaskPaths, s.ReadonlyPaths = nil, nil // the host's /proc: nothing to mask in a test
 	// A bind from inside a mount the init made before (the way the
 	// runtime binds an overlay's directories): /tmp's tmpfs with a tmpfs
 	// below it, bound recursively read-only: the submount is read-only too.
 	s.Mounts = append(s.Mounts,
-		nsinit.Mount{Source: "tmpfs", Target: "/tmp/sub", FSType: "tmpfs", Create: true},
-		nsinit.Mount{Source: filepath.Join(root, "tmp"), Target: "/etc", Flags: unix.MS_BIND | unix.MS_REC | unix.MS_RDONLY})
+		launcher.Mount{Source: "tmpfs", Target: "/tmp/sub", FSType: "tmpfs", Create: true},
+		launcher.Mount{Source: filepath.Join(root, "tmp"), Target: "/etc", Flags: unix.MS_BIND | unix.MS_REC | unix.MS_RDONLY})
 	res, err := run(t, s, "")
 	must(t, err)
 	for p, want := range map[string]string{"/etc": "tmpfs ro,", "/etc/sub": "tmpfs ro,", "/tmp": "tmpfs rw,", "/tmp/sub": "tmpfs rw,"} {
@@ -472,7 +472,7 @@ func TestBindMounts(t *testing.T) {
 func TestExecError(t *testing.T) {
 	s := spec(newRoot(t))
 	s.Args = []string{"/bin/missing"}
-	p, err := nsinit.Start(s, exe, nil, nil, nil)
+	p, err := launcher.Start(s, exe, nil, nil, nil)
 	must(t, err)
 	ctx := context.Background()
 	must(t, p.Setup(ctx))
@@ -495,7 +495,7 @@ func TestKillEndsPidNamespace(t *testing.T) {
 	outR, outW, err := os.Pipe()
 	must(t, err)
 	defer outR.Close()
-	p, err := nsinit.Start(s, exe, nil, outW, outW)
+	p, err := launcher.Start(s, exe, nil, outW, outW)
 	outW.Close()
 	must(t, err)
 	ctx := context.Background()
@@ -547,7 +547,7 @@ func TestDeadInit(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, how := range []string{"Kill", "kill(2)"} {
-		p, err := nsinit.Start(spec(root, "container"), exe, nil, nil, nil)
+		p, err := launcher.Start(spec(root, "container"), exe, nil, nil, nil)
 		must(t, err)
 		if how == "Kill" {
 			must(t, p.Kill())
@@ -572,7 +572,7 @@ func TestDeadInit(t *testing.T) {
 // TestContextKillsInit: Setup with a context that has ended kills the init
 // and returns the context's error.
 func TestContextKillsInit(t *testing.T) {
-	p, err := nsinit.Start(spec(newRoot(t), "container"), exe, nil, nil, nil)
+	p, err := launcher.Start(spec(newRoot(t), "container"), exe, nil, nil, nil)
 	must(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -620,10 +620,10 @@ func TestConstructorInert(t *testing.T) {
 		arg, env string
 		inert    bool
 	}{
-		{nsinit.InitArg, "", true},
+		{launcher.InitArg, "", true},
 		{notInitArg, "_KPTR_NSINIT=3", true},
-		{nsinit.InitArg, "_KPTR_NSINIT=x", true},
-		{nsinit.InitArg, "_KPTR_NSINIT=3", false},
+		{launcher.InitArg, "_KPTR_NSINIT=x", true},
+		{launcher.InitArg, "_KPTR_NSINIT=3", false},
 	} {
 		r3, w3, err := os.Pipe()
 		must(t, err)
@@ -660,30 +660,30 @@ func TestConstructorInert(t *testing.T) {
 // anything is started.
 func TestSpecRejected(t *testing.T) {
 	root := newRoot(t)
-	for name, mod := range map[string]func(*nsinit.Spec){
-		"NUL in env":        func(s *nsinit.Spec) { s.Env = append(s.Env, "A=b\x00c") },
-		"relative target":   func(s *nsinit.Spec) { s.Mounts[0].Target = "proc" },
-		"unclean target":    func(s *nsinit.Spec) { s.Mounts[0].Target = "/tmp/../proc" },
-		"root as target":    func(s *nsinit.Spec) { s.Mounts[0].Target = "/" },
-		"relative args[0]":  func(s *nsinit.Spec) { s.Args[0] = "probe" },
-		"no args":           func(s *nsinit.Spec) { s.Args = nil },
-		"bind without flag": func(s *nsinit.Spec) { s.Mounts[0].FSType = "" },
-		"bind with a type":  func(s *nsinit.Spec) { s.Mounts[0].Flags |= unix.MS_BIND },
-		"host root":         func(s *nsinit.Spec) { s.Root = "/" },
-		"device elsewhere":  func(s *nsinit.Spec) { s.Devices = append(s.Devices, "/etc/passwd") },
-		"too large":         func(s *nsinit.Spec) { s.Env = append(s.Env, "BIG="+strings.Repeat("x", 1<<20)) },
-		"too many":          func(s *nsinit.Spec) { s.Env = slices.Repeat([]string{"A=b"}, 5000) },
-		"dirs in a bind": func(s *nsinit.Spec) {
-			s.Mounts[0] = nsinit.Mount{Source: "/proc", Target: "/proc", Flags: unix.MS_BIND, Dirs: []nsinit.Dir{{Path: "x", Mode: 0o755}}}
+	for name, mod := range map[string]func(*launcher.Spec){
+		"NUL in env":        func(s *launcher.Spec) { s.Env = append(s.Env, "A=b\x00c") },
+		"relative target":   func(s *launcher.Spec) { s.Mounts[0].Target = "proc" },
+		"unclean target":    func(s *launcher.Spec) { s.Mounts[0].Target = "/tmp/../proc" },
+		"root as target":    func(s *launcher.Spec) { s.Mounts[0].Target = "/" },
+		"relative args[0]":  func(s *launcher.Spec) { s.Args[0] = "probe" },
+		"no args":           func(s *launcher.Spec) { s.Args = nil },
+		"bind without flag": func(s *launcher.Spec) { s.Mounts[0].FSType = "" },
+		"bind with a type":  func(s *launcher.Spec) { s.Mounts[0].Flags |= unix.MS_BIND },
+		"host root":         func(s *launcher.Spec) { s.Root = "/" },
+		"device elsewhere":  func(s *launcher.Spec) { s.Devices = append(s.Devices, "/etc/passwd") },
+		"too large":         func(s *launcher.Spec) { s.Env = append(s.Env, "BIG="+strings.Repeat("x", 1<<20)) },
+		"too many":          func(s *launcher.Spec) { s.Env = slices.Repeat([]string{"A=b"}, 5000) },
+		"dirs in a bind": func(s *launcher.Spec) {
+			s.Mounts[0] = launcher.Mount{Source: "/proc", Target: "/proc", Flags: unix.MS_BIND, Dirs: []launcher.Dir{{Path: "x", Mode: 0o755}}}
 		},
-		"dir climbing out": func(s *nsinit.Spec) { s.Mounts[2].Dirs = []nsinit.Dir{{Path: "../etc", Mode: 0o755}} },
-		"absolute dir":     func(s *nsinit.Spec) { s.Mounts[2].Dirs = []nsinit.Dir{{Path: "/etc", Mode: 0o755}} },
-		"unclean dir":      func(s *nsinit.Spec) { s.Mounts[2].Dirs = []nsinit.Dir{{Path: "a//b", Mode: 0o755}} },
-		"setuid dir":       func(s *nsinit.Spec) { s.Mounts[2].Dirs = []nsinit.Dir{{Path: "a", Mode: 0o755 | os.ModeSetuid}} },
+		"dir climbing out": func(s *launcher.Spec) { s.Mounts[2].Dirs = []launcher.Dir{{Path: "../etc", Mode: 0o755}} },
+		"absolute dir":     func(s *launcher.Spec) { s.Mounts[2].Dirs = []launcher.Dir{{Path: "/etc", Mode: 0o755}} },
+		"unclean dir":      func(s *launcher.Spec) { s.Mounts[2].Dirs = []launcher.Dir{{Path: "a//b", Mode: 0o755}} },
+		"setuid dir":       func(s *launcher.Spec) { s.Mounts[2].Dirs = []launcher.Dir{{Path: "a", Mode: 0o755 | os.ModeSetuid}} },
 	} {
 		s := spec(root, "container")
 		mod(s)
-		p, err := nsinit.Start(s, exe, nil, nil, nil)
+		p, err := launcher.Start(s, exe, nil, nil, nil)
 		if err == nil {
 			p.Kill()
 			p.Wait()
@@ -699,7 +699,7 @@ func TestSpecRejected(t *testing.T) {
 // does not end the init, Setup and Release still work and Wait returns the
 // function's status; an init that is not to be released ends with Kill.
 func TestWaitFromTheStart(t *testing.T) {
-	p, err := nsinit.Start(spec(newRoot(t), "container"), exe, nil, nil, nil)
+	p, err := launcher.Start(spec(newRoot(t), "container"), exe, nil, nil, nil)
 	must(t, err)
 	done := make(chan *os.ProcessState, 1)
 	go func() { st, _ := p.Wait(); done <- st }()
@@ -709,7 +709,7 @@ func TestWaitFromTheStart(t *testing.T) {
 		t.Errorf("function: %v, want success", st)
 	}
 
-	p, err = nsinit.Start(spec(newRoot(t), "container"), exe, nil, nil, nil)
+	p, err = launcher.Start(spec(newRoot(t), "container"), exe, nil, nil, nil)
 	must(t, err)
 	must(t, p.Setup(context.Background()))
 	must(t, p.Kill())
@@ -742,7 +742,7 @@ func TestOverlay(t *testing.T) {
 		}
 	}
 	s := spec(root, "write", "/work/new")
-	s.Mounts = append([]nsinit.Mount{
+	s.Mounts = append([]launcher.Mount{
 		{Source: "overlay", Target: "/tmp", FSType: "overlay", Flags: unix.MS_NOSUID | unix.MS_NODEV,
 			Data: "lowerdir=" + lower + ",upperdir=" + rw + "/u,workdir=" + rw + "/w,userxattr,volatile"},
 		{Source: filepath.Join(root, "tmp", "data"), Target: "/work", Flags: unix.MS_BIND | unix.MS_REC},
@@ -774,11 +774,11 @@ func TestOverlayUpperInTmpfs(t *testing.T) {
 	must(t, os.Chmod(lower, 0o755))
 	must(t, os.Mkdir(filepath.Join(lower, "data"), 0o755))
 	must(t, os.WriteFile(filepath.Join(lower, "data/old"), []byte("image"), 0o644))
-	withUpper := func(args ...string) *nsinit.Spec {
+	withUpper := func(args ...string) *launcher.Spec {
 		s := spec(root, args...)
-		s.Mounts = append([]nsinit.Mount{
+		s.Mounts = append([]launcher.Mount{
 			{Source: "tmpfs", Target: "/tmp", FSType: "tmpfs", Flags: unix.MS_NOSUID | unix.MS_NODEV, Data: "mode=700,size=1m",
-				Dirs: []nsinit.Dir{{Path: "u", Mode: 0o700}, {Path: "w", Mode: 0o700}, {Path: "u/data", Mode: 0o775 | os.ModeSetgid}}},
+				Dirs: []launcher.Dir{{Path: "u", Mode: 0o700}, {Path: "w", Mode: 0o700}, {Path: "u/data", Mode: 0o775 | os.ModeSetgid}}},
 			{Source: "overlay", Target: "/tmp", FSType: "overlay", Flags: unix.MS_NOSUID | unix.MS_NODEV,
 				Data: "lowerdir=" + lower + ",upperdir=" + root + "/tmp/u,workdir=" + root + "/tmp/w,userxattr"},
 			{Source: filepath.Join(root, "tmp", "data"), Target: "/work", Flags: unix.MS_BIND | unix.MS_REC},
@@ -810,7 +810,7 @@ func TestOverlayUpperInTmpfs(t *testing.T) {
 func TestParserBounds(t *testing.T) {
 	root := newRoot(t)
 	s := spec(root, "container")
-	good, err := nsinit.Encode(s)
+	good, err := launcher.Encode(s)
 	must(t, err)
 	le := binary.NativeEndian
 	rootAt := 8 + 8 + 4                         // magic, length; cloneflags, options: root's length
@@ -834,8 +834,8 @@ func TestParserBounds(t *testing.T) {
 		"count past the end": {func(b []byte) []byte { le.PutUint32(b[mountsAt:], 4000); return b }, "spec mount count"},
 		"9 cgroups to join":  {func(b []byte) []byte { le.PutUint32(b[cgroupsAt:], 9); return b }, "spec cgroup count"},
 	} {
-		p, err := nsinit.StartRaw(s, c.mod(slices.Clone(good)), exe)
-		var e *nsinit.Error
+		p, err := launcher.StartRaw(s, c.mod(slices.Clone(good)), exe)
+		var e *launcher.Error
 		if !errors.As(err, &e) || e.Op != c.want || e.Errno != unix.EINVAL {
 			t.Errorf("%s: %v, want %s: invalid argument", name, err, c.want)
 		}
@@ -854,26 +854,26 @@ func TestLandlockSpecRejected(t *testing.T) {
 	rs, err := os.Open(os.DevNull) // any descriptor: nothing is started
 	must(t, err)
 	defer rs.Close()
-	good := func() *nsinit.Landlock {
-		return &nsinit.Landlock{UID: -1, GID: -1, Dir: "/tmp", Path: "/bin/true", Args: []string{"true"}, Ruleset: rs,
+	good := func() *launcher.Landlock {
+		return &launcher.Landlock{UID: -1, GID: -1, Dir: "/tmp", Path: "/bin/true", Args: []string{"true"}, Ruleset: rs,
 			Seccomp: []unix.SockFilter{{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW}}}
 	}
-	if _, err := nsinit.EncodeLandlock(good(), os.Getpid()); err != nil {
+	if _, err := launcher.EncodeLandlock(good(), os.Getpid()); err != nil {
 		t.Fatalf("the unmodified spec: %v", err)
 	}
-	for name, mod := range map[string]func(*nsinit.Landlock){
-		"root":          func(l *nsinit.Landlock) { l.UID, l.GID = 0, 0 },
-		"half an id":    func(l *nsinit.Landlock) { l.UID = 1000 },
-		"no ruleset":    func(l *nsinit.Landlock) { l.Ruleset = nil },
-		"relative dir":  func(l *nsinit.Landlock) { l.Dir = "tmp" },
-		"relative path": func(l *nsinit.Landlock) { l.Path = "true" },
-		"no args":       func(l *nsinit.Landlock) { l.Args = nil },
-		"NUL in env":    func(l *nsinit.Landlock) { l.Env = []string{"A=b\x00c"} },
-		"no seccomp":    func(l *nsinit.Landlock) { l.Seccomp = nil },
+	for name, mod := range map[string]func(*launcher.Landlock){
+		"root":          func(l *launcher.Landlock) { l.UID, l.GID = 0, 0 },
+		"half an id":    func(l *launcher.Landlock) { l.UID = 1000 },
+		"no ruleset":    func(l *launcher.Landlock) { l.Ruleset = nil },
+		"relative dir":  func(l *launcher.Landlock) { l.Dir = "tmp" },
+		"relative path": func(l *launcher.Landlock) { l.Path = "true" },
+		"no args":       func(l *launcher.Landlock) { l.Args = nil },
+		"NUL in env":    func(l *launcher.Landlock) { l.Env = []string{"A=b\x00c"} },
+		"no seccomp":    func(l *launcher.Landlock) { l.Seccomp = nil },
 	} {
 		l := good()
 		mod(l)
-		p, err := nsinit.StartLandlock(l, exe, nil, nil, nil, nil)
+		p, err := launcher.StartLandlock(l, exe, nil, nil, nil, nil)
 		if err == nil || p != nil || !strings.HasPrefix(err.Error(), "nsinit: spec: ") {
 			t.Errorf("%s: %v %v", name, p, err)
 			if p != nil {
@@ -910,7 +910,7 @@ func TestJoinCgroups(t *testing.T) {
 			must(t, err)
 			s := spec(newRoot(t))
 			s.JoinCgroups = []*os.File{f}
-			p, err := nsinit.Start(s, exe, nil, nil, nil)
+			p, err := launcher.Start(s, exe, nil, nil, nil)
 			f.Close()
 			must(t, err)
 			defer func() { p.Kill(); p.Wait() }()

@@ -1,5 +1,5 @@
-// Package nsinit starts kptr's sandboxes without a Go start-up. Two C
-// constructors linked into kptr (they share wire.h: the bounded spec
+// Package launcher holds kptr's C launchers, which start kptr's sandboxes
+// without a Go start-up. Two C constructors linked into kptr (they share wire.h: the bounded spec
 // parser) act before the Go runtime would start in a process started for
 // them, and return at once in any other: nsinit.c, the namespace tier's
 // container init (below), and landlock.c, the landlock tier's launcher and
@@ -33,7 +33,7 @@
 // Lifecycle (the caller forks on a thread that outlives the child, see
 // runtime.onStableThread):
 //
-//	p, err := nsinit.Start(spec, exe, stdin, stdout, stderr) // namespaces exist, nothing set up
+//	p, err := launcher.Start(spec, exe, stdin, stdout, stderr) // namespaces exist, nothing set up
 //	// the caller joins the init to its cgroups here (p.Pid()), unless spec.JoinCgroups
 //	err = p.Setup(ctx)   // returns once the init waits to exec, or its error
 //	err = p.Release(ctx) // the init executes the function; error if execve failed
@@ -57,7 +57,7 @@
 // errno; the init then exits. The init dies with the thread that forked it
 // (parent-death signal, re-armed after the credential change) and when the
 // sync socket is closed before it is released.
-package nsinit
+package launcher
 
 // #include "nsinit.h"
 import "C"

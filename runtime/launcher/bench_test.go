@@ -1,4 +1,4 @@
-package nsinit_test
+package launcher_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kptr-dev/kptr/runtime/nsinit"
+	"github.com/kptr-dev/kptr/runtime/launcher"
 )
 
 // BenchmarkStart is one container's whole life through nsinit (Start,
@@ -28,7 +28,7 @@ func BenchmarkStart(b *testing.B) {
 	var ns, bw []time.Duration
 	for b.Loop() {
 		t0 := time.Now()
-		p, err := nsinit.Start(s, exe, nil, nil, nil)
+		p, err := launcher.Start(s, exe, nil, nil, nil)
 		must(b, err)
 		must(b, p.Setup(ctx))
 		must(b, p.Release(ctx))
