@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kptr-dev/kptr/cache"
 	"github.com/kptr-dev/kptr/test/fnimage"
@@ -325,7 +326,11 @@ func TestCompiledWasmOfAnotherUser(t *testing.T) {
 			"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n",
 		})
 		render := call{args: []string{"fn", "render", pkg, "-o", "stdout", "--allow-alpha-wasm"}}
-		if r := h.kptr(t, render).exits(t, 0); !strings.Contains(r.stdout, "namespace: staging") {
+		// the first render compiles the module: 40 s on a loaded 2-core
+		// machine, past the default bound of a call
+		first := render
+		first.timeout = 5 * time.Minute
+		if r := h.kptr(t, first).exits(t, 0); !strings.Contains(r.stdout, "namespace: staging") {
 			t.Fatalf("the wasm function did not run:\n%s", r.stdout)
 		}
 		var code []string
