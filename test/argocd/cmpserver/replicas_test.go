@@ -117,12 +117,12 @@ func TestArgoCDReplicasBehindMirror(t *testing.T) {
 		}
 	})
 
+	checkOnlyMirror(t, up, pushed)
 	// What a replica pulled the mirror keeps: wait until it has written
 	// the layers, then take the upstream away.
 	for _, d := range blobs(t, f.labelsImg, f.annotsImg) {
 		waitFor(t, filepath.Join(mirror.Dir, "storage/docker/registry/v2/blobs/sha256", d[7:9], d[7:], "data"))
 	}
-	checkOnlyMirror(t, up, pushed)
 	up.Stop()
 
 	t.Run("upstream stopped: the replicas keep rendering", func(t *testing.T) {
