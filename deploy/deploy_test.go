@@ -717,6 +717,16 @@ func TestFleetVariant(t *testing.T) {
 	if images == 0 {
 		t.Error("the prewarm list names no image")
 	}
+	// The repo-server reads the setting from argocd-cmd-params-cm (Argo CD's
+	// own install.yaml maps the key to ARGOCD_REPO_SERVER_PLUGIN_USE_MANIFEST_GENERATE_PATHS).
+	params := objs["ConfigMap/argocd-cmd-params-cm"]
+	if params == nil || params.GetDataMap()["reposerver.plugin.use.manifest.generate.paths"] != "true" {
+		t.Errorf("argocd-cmd-params-cm does not enable reposerver.plugin.use.manifest.generate.paths")
+	}
+	rs := named(spec["containers"], "argocd-repo-server")
+	if e := named(rs["env"], "ARGOCD_REPO_SERVER_PLUGIN_USE_MANIFEST_GENERATE_PATHS"); dig(e, "valueFrom", "configMapKeyRef", "key") != "reposerver.plugin.use.manifest.generate.paths" {
+		t.Errorf("the repo-server does not read reposerver.plugin.use.manifest.generate.paths: %v", e)
+	}
 	if s := dig(named(spec["volumes"], "kptr-cache"), "emptyDir", "sizeLimit"); s != "2Gi" {
 		t.Errorf("cache emptyDir sizeLimit = %v, want the 2Gi docs/argocd.md sizes", s)
 	}

@@ -63,10 +63,12 @@ var notPaths = map[string]string{
 }
 
 var foreignFlags = map[string]string{
-	"--cahce-dir":    "the command line page's example of a mistyped flag",
-	"--library-path": "the ELF interpreter (ld.so), which the landlock tier starts programs through",
-	"--argv0":        "the ELF interpreter (ld.so)",
-	"--authfile":     "podman login",
+	"--cahce-dir":         "the command line page's example of a mistyped flag",
+	"--library-path":      "the ELF interpreter (ld.so), which the landlock tier starts programs through",
+	"--argv0":             "the ELF interpreter (ld.so)",
+	"--authfile":          "podman login",
+	"--status-processors": "argocd-application-controller (docs/argocd.md, Running a fleet)",
+	"--parallelismlimit":  "argocd-repo-server (docs/argocd.md, Running a fleet)",
 }
 
 func loadDocFacts(t *testing.T) *docFacts {
