@@ -149,8 +149,9 @@ func startRedis(t testing.TB) string {
 
 // startRepoServer starts argocd-repo-server with its own checkouts and the
 // sidecar s behind it, caching in the Redis at redis: one replica of the
-// repo-server pod.
-func startRepoServer(t testing.TB, s *server, redis, repoURL, rev string) *chain {
+// repo-server pod. env adds to the repo-server's environment (its
+// ARGOCD_REPO_SERVER_* settings).
+func startRepoServer(t testing.TB, s *server, redis, repoURL, rev string, env ...string) *chain {
 	t.Helper()
 	base := t.TempDir()
 	port, metrics := freePort(t), freePort(t)
@@ -162,13 +163,13 @@ func startRepoServer(t testing.TB, s *server, redis, repoURL, rev string) *chain
 	for _, d := range []string{"tmp", "home"} {
 		os.Mkdir(filepath.Join(base, d), 0o700)
 	}
-	env := []string{
+	env = append([]string{
 		"PATH=" + base + ":/usr/local/bin:/usr/bin:/bin",
 		"HOME=" + filepath.Join(base, "home"),
 		"TMPDIR=" + filepath.Join(base, "tmp"), // checkouts: $TMPDIR/_argocd-repo
 		"ARGOCD_PLUGINSOCKFILEPATH=" + filepath.Dir(s.sock),
 		"ARGOCD_GPG_ENABLED=false",
-	}
+	}, env...)
 	log := daemon(t, "argocd-repo-server", port, env, bin, "--address", "127.0.0.1", "--port", strconv.Itoa(port),
 		"--metrics-address", "127.0.0.1", "--metrics-port", strconv.Itoa(metrics),
 		"--redis", redis, "--disable-tls", "--client-ca-path=", "--logformat", "text", "--loglevel", "info")
