@@ -226,34 +226,25 @@ type sidecarOptions struct {
 	rss bool
 }
 
-var (
-	seccompOnce sync.Once
-	seccompPath string
-	seccompErr  error
-)
-
-// seccompExec builds test/e2e/argocd/seccompexec (libseccomp, cgo) once,
-// where the sidecar's user can run it.
+// seccompExec builds test/e2e/argocd/seccompexec (libseccomp, cgo) where
+// the sidecar's user can run it, for as long as the test runs (the Go build
+// cache makes a second build cheap).
 func seccompExec(t testing.TB) string {
-	seccompOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "kptr-seccompexec-")
-		if err != nil {
-			seccompErr = err
-			return
-		}
-		os.Chmod(dir, 0o755)
-		seccompPath = filepath.Join(dir, "seccompexec")
-		cmd := exec.Command("go", "build", "-o", seccompPath, "./test/e2e/argocd/seccompexec")
-		cmd.Dir = repoRoot
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			seccompErr = fmt.Errorf("building seccompexec: %v\n%s", err, out)
-		}
-	})
-	if seccompErr != nil {
-		t.Fatal(seccompErr)
+	t.Helper()
+	dir, err := os.MkdirTemp("", "kptr-seccompexec-")
+	if err != nil {
+		t.Fatal(err)
 	}
-	return seccompPath
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	bin := filepath.Join(dir, "seccompexec")
+	cmd := exec.Command("go", "build", "-o", bin, "./test/e2e/argocd/seccompexec")
+	cmd.Dir = repoRoot
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building seccompexec: %v\n%s", err, out)
+	}
+	return bin
 }
 
 func startServerWith(t testing.TB, operatorEnv map[string]string, o sidecarOptions) *server {

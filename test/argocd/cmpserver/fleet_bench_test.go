@@ -95,6 +95,7 @@ type fleet struct {
 	bins     map[string]string // function binary per catalog function
 	captured string            // captured ResourceLists, per app
 	changed  string            // the app the "one changed" commits change
+	bumped   int               // packages the bump commit moves (fleetBumped, or all when fewer)
 	pulls    time.Duration     // every image the fleet names into an empty cache
 	imgBytes map[string]int64  // compressed size per catalog function
 	cacheDu  int64             // the chain's cache after the cold refresh
@@ -276,6 +277,7 @@ func (f *fleet) writeMonorepo(b *testing.B) {
 		}
 	}
 	commit("bump", nil)
+	f.bumped = n
 	f.repoDu = du(f.work)
 	port := freePort(b)
 	daemon(b, "git daemon", port, nil, "git", "daemon", "--reuseaddr", "--listen=127.0.0.1", fmt.Sprintf("--port=%d", port),
@@ -613,7 +615,7 @@ func (r *fleetReport) print(f *fleet) {
 		fmt.Printf("| %s | %d | %s | %s | %d, %d | %s | %s | %s |\n", c.phase, c.apps, sec(c.wall), sec(c.slowest), c.retries, c.failed, kp, sec(d.wall), mem)
 	}
 	fmt.Printf("\nfunctions alone: the whole fleet %s, the changed package %s, the %d bumped packages %s (the binaries on the captured ResourceLists, %d apps at a time)\n",
-		sec(r.fns), sec(r.fnsChanged), fleetBumped, sec(r.fnsBumped), *fleetConcurrency)
+		sec(r.fns), sec(r.fnsChanged), f.bumped, sec(r.fnsBumped), *fleetConcurrency)
 	fmt.Printf("pulls alone: every image the fleet names (%d) into an empty cache: %s\n", len(fleetFns)*len(fleetVersions), sec(f.pulls))
 	fmt.Printf("the sidecar's cache after the cold refresh: %.1f MiB for %d images;", float64(f.cacheDu)/(1<<20), len(fleetFns)*3)
 	for _, fn := range fleetFns {
