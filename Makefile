@@ -6,7 +6,7 @@ LDFLAGS := -X main.version=$(VERSION)
 BIN := bin/kptr
 export CGO_ENABLED := 1
 
-.PHONY: help build install install-kpt-link install-docker-link uninstall kustomize test vet test-unit test-unpriv test-runtimedefault bench-runtime bench bench-cache bench-pipeline bench-render demo image push argocd test-argocd bench-argocd clean
+.PHONY: help build install install-kpt-link install-docker-link uninstall kustomize test vet test-unit test-unpriv test-runtimedefault bench-runtime bench bench-cache bench-pipeline bench-render demo image push argocd test-argocd bench-argocd clean bench-fleet
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -321,7 +321,19 @@ test-argocd: build argocd kustomize $(TESTSUM) ## end-to-end: kptr through the r
 	@set -o pipefail; cd $(ARGOCD_DIR) && $(ARGOCD_TEST_ENV) $(GO) test -json -count=1 -timeout 15m ./... | $(TESTSUM) -suite "Argo CD end-to-end"
 
 bench-argocd: build argocd ## Argo CD render latency through argocd-cmp-server, warm and cold cache
-	cd $(ARGOCD_DIR) && $(ARGOCD_TEST_ENV) $(GO) test -run '^$$' -bench . -benchtime 20x ./...
+	cd $(ARGOCD_DIR) && $(ARGOCD_TEST_ENV) $(GO) test -run '^$$' -bench '^BenchmarkGenerate' -benchtime 20x ./...
+
+# Issue 34's fleet (test/argocd/cmpserver/fleet_bench_test.go): a monorepo of
+# 100 kpt packages, one Application each, refreshed through the real
+# argocd-repo-server and the sidecar under RuntimeDefault (cold, warm, one
+# package changed, a function bumped in 30), against kptr --sandbox none and
+# the functions alone; one run, one table. As root; not part of make bench
+# or make test. BENCH_FLEET_FLAGS passes flags on (-fleet-apps=30 for a
+# smaller fleet, -fleet-concurrency, -fleet-catalog=DIR for the catalog's
+# OCI layout).
+BENCH_FLEET_FLAGS ?=
+bench-fleet: build argocd ## issue 34: 100 Applications through argocd-repo-server + the sidecar: cold, warm, one changed, a bump in 30 (figures → BENCHMARKS.md)
+	cd $(ARGOCD_DIR) && $(ARGOCD_TEST_ENV) $(GO) test -run '^$$' -bench '^BenchmarkFleet$$' -benchtime 1x -timeout 40m . $(BENCH_FLEET_FLAGS)
 
 clean:
 	rm -rf bin out

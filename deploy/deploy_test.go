@@ -670,3 +670,108 @@ func TestKustomizeDockerVariant(t *testing.T) {
 		t.Errorf("argocd-cm kustomize.buildOptions = %q", v)
 	}
 }
+
+// The fleet variant: replicas, the in-cluster mirror every image is fetched
+// through (sidecar and prewarm alike, plain HTTP allowed only to it), the
+// prewarm list from its ConfigMap, and the cache sized for it.
+func TestFleetVariant(t *testing.T) {
+	objs := build(t, "component", "variants/fleet")
+	d, err := objs["Deployment/argocd-repo-server"].Map()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := dig(d, "spec", "replicas"); r != 3 {
+		t.Errorf("replicas = %v, want 3", r)
+	}
+	spec := podSpec(t, objs)
+	svc := objs["Service/kptr-mirror"]
+	mirror := objs["Deployment/kptr-mirror"]
+	if svc == nil || mirror == nil {
+		t.Fatalf("no kptr-mirror Deployment and Service in %v", keys(objs))
+	}
+	if svc.GetNamespace() != "argocd" || mirror.GetNamespace() != "argocd" {
+		t.Errorf("the mirror is in %q/%q, not beside the repo-server (its short name must resolve there)", svc.GetNamespace(), mirror.GetNamespace())
+	}
+	sm, _ := svc.Map()
+	port := dig(sm, "spec", "ports").([]any)[0].(map[string]any)["port"]
+	host := fmt.Sprintf("%s:%v", svc.GetName(), port)
+	mm, _ := mirror.Map()
+	reg := named(dig(mm, "spec", "template", "spec", "containers"), "registry")
+	if e := named(reg["env"], "REGISTRY_PROXY_REMOTEURL"); e["value"] != "https://ghcr.io" {
+		t.Errorf("mirror upstream = %v, want https://ghcr.io", e)
+	}
+	if sc, _ := reg["securityContext"].(map[string]any); sc["runAsNonRoot"] != true || sc["readOnlyRootFilesystem"] != true {
+		t.Errorf("mirror securityContext = %v", sc)
+	}
+	ic := named(spec["initContainers"], "kptr-prewarm")
+	kc := kptrContainer(t, spec)
+	if ic == nil {
+		t.Fatal("no kptr-prewarm init container")
+	}
+	for _, c := range []map[string]any{ic, kc} {
+		if e := named(c["env"], "KPTR_MIRRORS"); e["value"] != "ghcr.io="+host {
+			t.Errorf("%v: KPTR_MIRRORS = %v, want ghcr.io=%s", c["name"], e["value"], host)
+		}
+		if e := named(c["env"], "KPTR_INSECURE_REGISTRIES"); e["value"] != host {
+			t.Errorf("%v: KPTR_INSECURE_REGISTRIES = %v, want only the mirror %s", c["name"], e["value"], host)
+		}
+		if m := named(c["volumeMounts"], "kptr-cache"); m["mountPath"] != "/home/argocd/.cache" {
+			t.Errorf("%v: cache mounted at %v", c["name"], m)
+		}
+	}
+	if named(kc["env"], "KPTR_ALLOWED_IMAGES") == nil || named(kc["env"], "KPTR_TIMEOUT") == nil {
+		t.Error("the patch replaced the sidecar's environment instead of adding to it")
+	}
+	if ic["image"] != kc["image"] {
+		t.Errorf("prewarm image %v differs from the sidecar's %v", ic["image"], kc["image"])
+	}
+	if sc := ic["securityContext"].(map[string]any); sc["runAsUser"] != 999 || sc["readOnlyRootFilesystem"] != true {
+		t.Errorf("prewarm securityContext = %v", sc)
+	}
+	// The list the init container reads is the ConfigMap's images.txt.
+	cmd, _ := ic["command"].([]any)
+	if len(cmd) != 4 || cmd[0] != "kptr" || cmd[1] != "prewarm" || cmd[2] != "--images-file" {
+		t.Fatalf("prewarm command = %v", cmd)
+	}
+	var cm *yaml.RNode
+	for k, n := range objs {
+		if strings.HasPrefix(k, "ConfigMap/kptr-prewarm-images-") {
+			cm = n
+		}
+	}
+	if cm == nil {
+		t.Fatalf("no generated kptr-prewarm-images ConfigMap in %v", keys(objs))
+	}
+	if v := named(spec["volumes"], "kptr-prewarm-images"); dig(v, "configMap", "name") != cm.GetName() {
+		t.Errorf("prewarm volume refers to %v, ConfigMap is %s", dig(v, "configMap", "name"), cm.GetName())
+	}
+	m := named(ic["volumeMounts"], "kptr-prewarm-images")
+	if fmt.Sprint(m["mountPath"])+"/images.txt" != cmd[3] {
+		t.Errorf("the list is mounted at %v, prewarm reads %v", m["mountPath"], cmd[3])
+	}
+	images := 0
+	for _, l := range strings.Split(cm.GetDataMap()["images.txt"], "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			images++
+			if !strings.HasPrefix(l, "ghcr.io/") {
+				t.Errorf("prewarm image %s is not under the mirrored ghcr.io", l)
+			}
+		}
+	}
+	if images == 0 {
+		t.Error("the prewarm list names no image")
+	}
+	// The repo-server reads the setting from argocd-cmd-params-cm (Argo CD's
+	// own install.yaml maps the key to ARGOCD_REPO_SERVER_PLUGIN_USE_MANIFEST_GENERATE_PATHS).
+	params := objs["ConfigMap/argocd-cmd-params-cm"]
+	if params == nil || params.GetDataMap()["reposerver.plugin.use.manifest.generate.paths"] != "true" {
+		t.Errorf("argocd-cmd-params-cm does not enable reposerver.plugin.use.manifest.generate.paths")
+	}
+	rs := named(spec["containers"], "argocd-repo-server")
+	if e := named(rs["env"], "ARGOCD_REPO_SERVER_PLUGIN_USE_MANIFEST_GENERATE_PATHS"); dig(e, "valueFrom", "configMapKeyRef", "key") != "reposerver.plugin.use.manifest.generate.paths" {
+		t.Errorf("the repo-server does not read reposerver.plugin.use.manifest.generate.paths: %v", e)
+	}
+	if s := dig(named(spec["volumes"], "kptr-cache"), "emptyDir", "sizeLimit"); s != "2Gi" {
+		t.Errorf("cache emptyDir sizeLimit = %v, want the 2Gi docs/argocd.md sizes", s)
+	}
+}

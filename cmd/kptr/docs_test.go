@@ -72,12 +72,14 @@ var foreignFlags = map[string]string{
 	// docker run's, which docs/docker.md quotes: the face takes the first
 	// three (TestDockerFaceTakesTheDocumentedFlags holds it to them) and
 	// refuses the next two
-	"--user":         "docker run (the docker face)",
-	"--pull":         "docker run (the docker face)",
-	"--security-opt": "docker run (the docker face)",
-	"--privileged":   "docker run, refused by the docker face",
-	"--entrypoint":   "docker run, refused by the docker face",
-	"--enable-exec":  "kustomize build",
+	"--user":              "docker run (the docker face)",
+	"--pull":              "docker run (the docker face)",
+	"--security-opt":      "docker run (the docker face)",
+	"--privileged":        "docker run, refused by the docker face",
+	"--entrypoint":        "docker run, refused by the docker face",
+	"--enable-exec":       "kustomize build",
+	"--status-processors": "argocd-application-controller (docs/argocd.md, Running a fleet)",
+	"--parallelismlimit":  "argocd-repo-server (docs/argocd.md, Running a fleet)",
 }
 
 func loadDocFacts(t *testing.T) *docFacts {

@@ -7,7 +7,13 @@
 //	... reg.BlobGets(digest) counts how often a blob was served ...
 //
 // The registry writes an access log; BlobGets and Requests read it, so a test
-// can prove that N concurrent pulls fetched each blob once.
+// can prove that N concurrent pulls fetched each blob once, and Agents says
+// who asked (the User-Agent of each request), so a test can prove that only
+// a mirror, never kptr itself, reached a registry.
+//
+//	up := registry.Start(t)
+//	mirror := registry.StartMirror(t, up)   // pull-through cache of up
+//	up.Stop()                               // mirror serves what it holds
 package registry
 
 import (
@@ -50,7 +56,7 @@ type Registry struct {
 // (it does not skip) when the registry binary is missing: .ci/run installs it.
 func Start(t testing.TB) *Registry {
 	t.Helper()
-	r, err := newRegistry(t)
+	r, err := newRegistry(t, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +70,7 @@ func Start(t testing.TB) *Registry {
 // Start, Requests and BlobGets are a test's (they fail the test): a
 // launched registry has none.
 func Launch() (*Registry, error) {
-	r, err := newRegistry(nil)
+	r, err := newRegistry(nil, "")
 	if err != nil {
 		return nil, err
 	}
@@ -75,6 +81,22 @@ func Launch() (*Registry, error) {
 	return r, nil
 }
 
+// StartMirror starts a pull-through mirror of upstream (the registry's
+// proxy mode): a pull from it fetches from upstream what it does not hold
+// and keeps it. Debian's docker-registry refuses to start while its
+// upstream is unreachable, so upstream must be running; once started, the
+// mirror serves what it holds, tags included, with upstream stopped.
+func StartMirror(t testing.TB, upstream *Registry) *Registry {
+	t.Helper()
+	r, err := newRegistry(t, "proxy:\n  remoteurl: http://"+upstream.Addr+"\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	r.Start()
+	return r
+}
+
 // Close stops the registry and removes its storage.
 func (r *Registry) Close() {
 	r.Stop()
@@ -82,8 +104,8 @@ func (r *Registry) Close() {
 }
 
 // newRegistry writes the configuration of a registry in a fresh directory,
-// listening on a free loopback port.
-func newRegistry(t testing.TB) (*Registry, error) {
+// listening on a free loopback port; extra is appended to it (YAML).
+func newRegistry(t testing.TB, extra string) (*Registry, error) {
 	if _, err := os.Stat(Binary); err != nil {
 		return nil, fmt.Errorf("registry: %s not found (apt-get install docker-registry): %v", Binary, err)
 	}
@@ -112,7 +134,7 @@ storage:
       enabled: false
 http:
   addr: %s
-`, filepath.Join(dir, "storage"), r.Addr)
+%s`, filepath.Join(dir, "storage"), r.Addr, extra)
 	if err := os.WriteFile(filepath.Join(dir, "config.yml"), []byte(cfg), 0o644); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -198,8 +220,9 @@ func (r *Registry) Stop() {
 	}
 }
 
-// requestLine matches the request of an access-log line (Apache combined format).
-var requestLine = regexp.MustCompile(`"(GET|HEAD|PUT|POST|PATCH|DELETE) (\S+) HTTP/[0-9.]+" (\d{3})`)
+// requestLine matches the request of an access-log line (Apache combined
+// format: request, status, size, referer, user agent).
+var requestLine = regexp.MustCompile(`"(GET|HEAD|PUT|POST|PATCH|DELETE) (\S+) HTTP/[0-9.]+" (\d{3}) \S+ "[^"]*" "([^"]*)"`)
 
 // Requests returns "METHOD PATH STATUS" for every request the registry served.
 // The registry logs a request once its handler has returned, which can be
@@ -207,27 +230,37 @@ var requestLine = regexp.MustCompile(`"(GET|HEAD|PUT|POST|PATCH|DELETE) (\S+) HT
 // first sends a marker request and reads the log once the marker is in it,
 // so every request answered before the call is counted.
 func (r *Registry) Requests() []string {
-	r.syncLog()
 	var out []string
+	for _, req := range r.Agents() {
+		out = append(out, req[0])
+	}
+	return out
+}
+
+// Agents is Requests with who sent each: pairs of "METHOD PATH STATUS" and
+// the request's User-Agent.
+func (r *Registry) Agents() [][2]string {
+	r.syncLog()
+	var out [][2]string
 	for _, req := range r.readLog() {
-		if !strings.Contains(req, logSyncQuery) {
+		if !strings.Contains(req[0], logSyncQuery) {
 			out = append(out, req)
 		}
 	}
 	return out
 }
 
-func (r *Registry) readLog() []string {
+func (r *Registry) readLog() [][2]string {
 	b, err := os.ReadFile(r.logPath)
 	if err != nil {
 		r.t.Fatalf("registry: read log: %v", err)
 	}
-	var out []string
+	var out [][2]string
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	for sc.Scan() {
 		if m := requestLine.FindStringSubmatch(sc.Text()); m != nil {
-			out = append(out, m[1]+" "+m[2]+" "+m[3])
+			out = append(out, [2]string{m[1] + " " + m[2] + " " + m[3], m[4]})
 		}
 	}
 	return out
@@ -253,7 +286,7 @@ func (r *Registry) syncLog() {
 	resp.Body.Close()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		for _, req := range r.readLog() {
-			if strings.Contains(req, marker) {
+			if strings.Contains(req[0], marker) {
 				return
 			}
 		}

@@ -134,10 +134,25 @@ func gitServe(t testing.TB, work string) (repoURL, rev string) {
 func startChain(t testing.TB, f *fns, work string, operatorEnv map[string]string) *chain {
 	t.Helper()
 	repoURL, rev := gitServe(t, work)
-	redisPort := freePort(t)
-	daemon(t, "redis-server", redisPort, nil, "redis-server", "--bind", "127.0.0.1", "--port", strconv.Itoa(redisPort),
+	return startRepoServer(t, startServer(t, operatorEnv), startRedis(t), repoURL, rev)
+}
+
+// startRedis starts the Redis the repo-server caches manifests in (one for
+// every replica, as in an HA install) and returns its address.
+func startRedis(t testing.TB) string {
+	t.Helper()
+	port := freePort(t)
+	daemon(t, "redis-server", port, nil, "redis-server", "--bind", "127.0.0.1", "--port", strconv.Itoa(port),
 		"--save", "", "--appendonly", "no", "--protected-mode", "yes")
-	s := startServer(t, operatorEnv)
+	return fmt.Sprintf("127.0.0.1:%d", port)
+}
+
+// startRepoServer starts argocd-repo-server with its own checkouts and the
+// sidecar s behind it, caching in the Redis at redis: one replica of the
+// repo-server pod. env adds to the repo-server's environment (its
+// ARGOCD_REPO_SERVER_* settings).
+func startRepoServer(t testing.TB, s *server, redis, repoURL, rev string, env ...string) *chain {
+	t.Helper()
 	base := t.TempDir()
 	port, metrics := freePort(t), freePort(t)
 	bin := filepath.Join(base, "argocd-repo-server")
@@ -148,16 +163,16 @@ func startChain(t testing.TB, f *fns, work string, operatorEnv map[string]string
 	for _, d := range []string{"tmp", "home"} {
 		os.Mkdir(filepath.Join(base, d), 0o700)
 	}
-	env := []string{
+	env = append([]string{
 		"PATH=" + base + ":/usr/local/bin:/usr/bin:/bin",
 		"HOME=" + filepath.Join(base, "home"),
 		"TMPDIR=" + filepath.Join(base, "tmp"), // checkouts: $TMPDIR/_argocd-repo
 		"ARGOCD_PLUGINSOCKFILEPATH=" + filepath.Dir(s.sock),
 		"ARGOCD_GPG_ENABLED=false",
-	}
+	}, env...)
 	log := daemon(t, "argocd-repo-server", port, env, bin, "--address", "127.0.0.1", "--port", strconv.Itoa(port),
 		"--metrics-address", "127.0.0.1", "--metrics-port", strconv.Itoa(metrics),
-		"--redis", fmt.Sprintf("127.0.0.1:%d", redisPort), "--disable-tls", "--client-ca-path=", "--logformat", "text", "--loglevel", "info")
+		"--redis", redis, "--disable-tls", "--client-ca-path=", "--logformat", "text", "--loglevel", "info")
 	// The controller's connection: its 60 s default timeout, its retries.
 	conn, err := repoapi.NewConnection(fmt.Sprintf("127.0.0.1:%d", port), 60, &utiltls.Configuration{DisableTLS: true})
 	if err != nil {

@@ -211,6 +211,44 @@ func copyFile(t testing.TB, src, dst string, mode os.FileMode) {
 // operatorEnv is the sidecar's env.
 func startServer(t testing.TB, operatorEnv map[string]string) *server {
 	t.Helper()
+	return startServerWith(t, operatorEnv, sidecarOptions{})
+}
+
+// sidecarOptions are what a benchmark changes in the sidecar.
+type sidecarOptions struct {
+	// seccomp is a seccomp profile (Kubernetes' JSON) the sidecar runs
+	// under, loaded by test/e2e/argocd/seccompexec as a node would: the
+	// containerd default for a RuntimeDefault pod.
+	seccomp string
+	// rss records each kptr invocation's peak resident set (GNU time's
+	// %M, the largest process of its tree) and wall time in
+	// $TMPDIR/kptr-rss.log.
+	rss bool
+}
+
+// seccompExec builds test/e2e/argocd/seccompexec (libseccomp, cgo) where
+// the sidecar's user can run it, for as long as the test runs (the Go build
+// cache makes a second build cheap).
+func seccompExec(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "kptr-seccompexec-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	bin := filepath.Join(dir, "seccompexec")
+	cmd := exec.Command("go", "build", "-o", bin, "./test/e2e/argocd/seccompexec")
+	cmd.Dir = repoRoot
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building seccompexec: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func startServerWith(t testing.TB, operatorEnv map[string]string, o sidecarOptions) *server {
+	t.Helper()
 	base, err := os.MkdirTemp("", "kptr-cmp-")
 	if err != nil {
 		t.Fatal(err)
@@ -222,7 +260,11 @@ func startServer(t testing.TB, operatorEnv map[string]string) *server {
 	// kptr behind a wrapper that records each invocation's arguments, so
 	// that a test can tell whether Argo CD ran it (server.calls).
 	copyFile(t, kptrBinary(t), filepath.Join(bin, "kptr.real"), 0o755)
-	if err := os.WriteFile(filepath.Join(bin, "kptr"), []byte("#!/bin/bash\necho \"$*\" >> \"$TMPDIR/kptr-calls.log\"\nexec -a kptr \"$0.real\" \"$@\"\n"), 0o755); err != nil {
+	run := `exec -a kptr "$0.real" "$@"`
+	if o.rss {
+		run = `exec /usr/bin/time -f "%M %e $1" -a -o "$TMPDIR/kptr-rss.log" "$0.real" "$@"`
+	}
+	if err := os.WriteFile(filepath.Join(bin, "kptr"), []byte("#!/bin/bash\necho \"$*\" >> \"$TMPDIR/kptr-calls.log\"\n"+run+"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	copyFile(t, argocdBinary(t), filepath.Join(bin, "argocd-cmp-server"), 0o755)
@@ -255,6 +297,9 @@ func startServer(t testing.TB, operatorEnv map[string]string) *server {
 	// /proc/PID of its own pids. sh mounts it and execs the rest, keeping
 	// pid 1.
 	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWNS}
+	if o.seccomp != "" {
+		argv = append([]string{seccompExec(t), o.seccomp}, argv...)
+	}
 	if os.Geteuid() == 0 {
 		argv = append([]string{"setpriv", "--reuid", fmt.Sprint(pluginUID), "--regid", fmt.Sprint(pluginUID), "--clear-groups",
 			"--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"}, argv...)

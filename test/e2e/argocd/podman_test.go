@@ -11,6 +11,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/kptr-dev/kptr/test/fnimage"
+	"github.com/kptr-dev/kptr/test/registry"
+
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
@@ -87,6 +90,133 @@ func TestSidecarImageUnderPodman(t *testing.T) {
 			}
 		})
 	}
+	// deploy/variants/fleet: the init container's prewarm, with its
+	// command, environment and image list as the variant has them (the
+	// in-cluster mirror's name replaced by a pull-through mirror on
+	// loopback), fills the cache through the mirror; then, the upstream
+	// registry stopped, the sidecar renders from that cache under
+	// containerd's RuntimeDefault. The upstream serves only the mirror.
+	t.Run("fleet variant: prewarm through the mirror, render with the upstream gone", func(t *testing.T) {
+		fleet := fleetPrewarm(t)
+		up := registry.Start(t)
+		var pkgImages []string
+		for _, img := range fleet.images {
+			fixture := strings.Split(img[strings.LastIndex(img, "/")+1:], ":")[0] // set-labels, set-annotations
+			fnimage.Push(t, fnimage.Build(t, fixture), up.Addr+"/"+strings.TrimPrefix(img, "ghcr.io/"))
+			pkgImages = append(pkgImages, img)
+		}
+		pushed := len(up.Agents())
+		mirror := registry.StartMirror(t, up)
+		fleetCache := ownedDir(t, filepath.Join(base, "fleet-cache"))
+		containerd := filepath.Join(profiles, "containerd-docker-default.json")
+		pod := func(env []string, extra ...string) []string {
+			args := []string{"run", "--rm", "--network", "host", "--user", "999:999", "--cap-drop=all",
+				"--security-opt", "no-new-privileges", "--read-only", "--tmpfs", "/tmp",
+				"--security-opt", "seccomp=" + containerd, "-v", fleetCache + ":/home/argocd/.cache"}
+			for _, e := range env {
+				args = append(args, "-e", strings.ReplaceAll(e, "kptr-mirror:5000", mirror.Addr))
+			}
+			return append(args, extra...)
+		}
+		args := pod(fleet.env, "-v", fleet.listFile+":"+fleet.listPath+":ro", ref)
+		if out, errs, code := run(append(args, fleet.command[1:]...)...); code != 0 {
+			t.Fatalf("the variant's prewarm: exit %d:\n%s%s", code, out, errs)
+		}
+		if err := mirrorOnly(up, pushed); err != nil {
+			t.Error(err)
+		}
+		up.Stop()
+
+		pkg := filepath.Join(base, "fleet-pkg")
+		os.MkdirAll(pkg, 0o755)
+		kptfile := "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: fleet\npipeline:\n  mutators:\n"
+		for _, img := range pkgImages {
+			kptfile += "  - image: " + img + "\n    configMap:\n      fleet.kptr.dev/prewarmed: \"yes\"\n"
+		}
+		os.WriteFile(filepath.Join(pkg, "Kptfile"), []byte(kptfile), 0o644)
+		os.WriteFile(filepath.Join(pkg, "cm.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fleet\n"), 0o644)
+		env := append(fleet.sidecarEnv, "KPTR_CACHE_DIR=/home/argocd/.cache/kptr", "KPTR_ALLOWED_IMAGES=ghcr.io/kptdev/krm-functions-catalog/*", "KPTR_PROGRESS=none")
+		gen, errs, code := run(append(pod(env, "-v", pkg+":/pkg:ro", "-w", "/pkg", ref), "generate")...)
+		if code != 0 || strings.Count(gen, "fleet.kptr.dev/prewarmed: \"yes\"") != 2 {
+			t.Fatalf("kptr generate with the upstream stopped: exit %d: %s\n%s", code, errs, gen)
+		}
+	})
+}
+
+// fleetVariant is what deploy/variants/fleet gives the prewarm init
+// container and the sidecar.
+type fleetVariant struct {
+	command, env, sidecarEnv []string
+	listFile, listPath       string // the ConfigMap's images.txt, and where the pod mounts it
+	images                   []string
+}
+
+func fleetPrewarm(t *testing.T) fleetVariant {
+	t.Helper()
+	doc, err := yaml.ReadFile(filepath.Join(root, "deploy/variants/fleet/replicas.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	strs := func(path ...string) []string {
+		n, err := doc.Pipe(yaml.Lookup(path...))
+		if err != nil || n == nil {
+			t.Fatalf("deploy/variants/fleet/replicas.yaml: no %v", path)
+		}
+		var out []string
+		for _, e := range n.Content() {
+			if e.Kind == yaml.ScalarNode {
+				out = append(out, e.Value)
+				continue
+			}
+			var name, value string
+			for i := 0; i+1 < len(e.Content); i += 2 {
+				switch e.Content[i].Value {
+				case "name":
+					name = e.Content[i+1].Value
+				case "value":
+					value = e.Content[i+1].Value
+				}
+			}
+			out = append(out, name+"="+value)
+		}
+		return out
+	}
+	const ic = "[name=kptr-prewarm]"
+	v := fleetVariant{
+		command:    strs("spec", "template", "spec", "initContainers", ic, "command"),
+		env:        strs("spec", "template", "spec", "initContainers", ic, "env"),
+		sidecarEnv: strs("spec", "template", "spec", "containers", "[name=kptr]", "env"),
+		listFile:   filepath.Join(root, "deploy/variants/fleet/images.txt"),
+	}
+	if len(v.command) != 4 || v.command[2] != "--images-file" {
+		t.Fatalf("prewarm command %v", v.command)
+	}
+	v.listPath = v.command[3]
+	b, err := os.ReadFile(v.listFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			v.images = append(v.images, l)
+		}
+	}
+	return v
+}
+
+// mirrorOnly says whether anything but a mirror (Go's default agent; kptr
+// sends its own) asked up for anything after its first skip requests.
+func mirrorOnly(up *registry.Registry, skip int) error {
+	reqs := up.Agents()[skip:]
+	if len(reqs) == 0 {
+		return fmt.Errorf("the upstream served nothing: the mirror never fetched from it")
+	}
+	for _, r := range reqs {
+		if r[1] != "Go-http-client/1.1" {
+			return fmt.Errorf("the upstream served %s to %q, not to the mirror", r[0], r[1])
+		}
+	}
+	return nil
 }
 
 // podman is Debian's podman (root, runc) under a containers.conf private
