@@ -318,7 +318,7 @@ kustomize: ## build (or reuse) the real kustomize the docker-face tests run
 	@echo "kustomize $(KUSTOMIZE_VERSION): $(KUSTOMIZE_BIN)"
 
 test-argocd: build argocd kustomize $(TESTSUM) ## end-to-end: kptr through the real argocd-repo-server and argocd-cmp-server (uid 999, no capabilities), through argocd-cmp-server alone, and as the docker of the repo-server's built-in kustomize (RuntimeDefault)
-	@set -o pipefail; cd $(ARGOCD_DIR) && $(ARGOCD_TEST_ENV) $(GO) test -json -count=1 -timeout 15m ./... | $(TESTSUM) -suite "Argo CD end-to-end"
+	@set -o pipefail; cd $(ARGOCD_DIR) && $(ARGOCD_TEST_ENV) $(GO) test -json -count=1 -timeout 30m ./... | $(TESTSUM) -suite "Argo CD end-to-end"
 
 bench-argocd: build argocd ## Argo CD render latency through argocd-cmp-server, warm and cold cache
 	cd $(ARGOCD_DIR) && $(ARGOCD_TEST_ENV) $(GO) test -run '^$$' -bench '^BenchmarkGenerate' -benchtime 20x ./...
