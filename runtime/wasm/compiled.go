@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kptr-dev/kptr/bundle"
+	"github.com/kptr-dev/kptr/runtime"
 )
 
 // Compiled code on disk. With a cache directory (WithCacheDir), each module's
@@ -66,32 +67,12 @@ func ModuleSum(b bundle.Bundle) (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-// PruneOptions say which compiled code PruneCompiled removes.
-type PruneOptions struct {
-	// Keep holds the sums of the modules whose code stays (those of the
-	// wasm images still cached); the code of any other module goes, and so
-	// does anything else in the directory (an older layout's files).
-	Keep   map[string]bool
-	All    bool          // remove the code of every module, kept or not
-	MaxAge time.Duration // remove code not used for longer than this
-	// Grace keeps code used more recently than this, whatever the rest
-	// says: a running kptr may be compiling or running it.
-	Grace  time.Duration
-	DryRun bool
-}
-
-// PruneReport says what PruneCompiled removed (or would have).
-type PruneReport struct {
-	Removed    []string // module sums (or entry names) removed
-	KeptInUse  []string // would have gone, but used within the grace period
-	FreedBytes int64
-	TotalBytes int64 // what is left
-}
-
 // PruneCompiled removes compiled code from dir (a Runner's cache directory)
-// by the options. A missing dir is nothing to prune.
-func PruneCompiled(dir string, o PruneOptions) (PruneReport, error) {
-	var rep PruneReport
+// by the options: the code of every module whose sum keep does not hold
+// (the wasm images no longer cached) goes, and so does anything else in the
+// directory (an older layout's files). A missing dir is nothing to prune.
+func PruneCompiled(dir string, keep map[string]bool, o runtime.PruneOptions) (runtime.PruneReport, error) {
+	var rep runtime.PruneReport
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return rep, nil
@@ -109,7 +90,7 @@ func PruneCompiled(dir string, o PruneOptions) (PruneReport, error) {
 		}
 		size := treeSize(filepath.Join(dir, name))
 		age := now.Sub(info.ModTime())
-		doomed := o.All || !isSum(name) || !o.Keep[name] || (o.MaxAge > 0 && age > o.MaxAge)
+		doomed := o.All || !isSum(name) || !keep[name] || (o.MaxAge > 0 && age > o.MaxAge)
 		switch {
 		case !doomed:
 			rep.TotalBytes += size

@@ -67,8 +67,7 @@ func (tier) PruneCompiled(dir string, keep []bundle.Bundle, o runtime.PruneOptio
 			sums[sum] = true
 		}
 	}
-	rep, err := PruneCompiled(dir, PruneOptions{Keep: sums, All: o.All, MaxAge: o.MaxAge, Grace: o.Grace, DryRun: o.DryRun})
-	return runtime.PruneReport(rep), err
+	return PruneCompiled(dir, sums, o)
 }
 
 // Sandbox is the wasm tier opened: a Runner that also prepares (compiles
