@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kptr-dev/kptr/runtime/internal/runtimetest"
 	"net"
 	"os"
 	"os/exec"
@@ -411,21 +412,6 @@ func TestTiersNoSysVIPCOutlivesRun(t *testing.T) {
 	})
 }
 
-// shmemKiB is the host's Shmem of /proc/meminfo: every page of tmpfs,
-// memfds, System V and shared anonymous memory, whoever holds it.
-func shmemKiB() int64 {
-	b, _ := os.ReadFile("/proc/meminfo")
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "Shmem:"); ok {
-			if fs := strings.Fields(v); len(fs) > 0 {
-				kb, _ := strconv.ParseInt(fs[0], 10, 64)
-				return kb
-			}
-		}
-	}
-	return 0
-}
-
 // Memory a run holds in no process's resident set counts against its
 // bound, or cannot be held: memfds written with write(2) and kept only by
 // an untouched mapping (also by a process that made itself non-dumpable),
@@ -444,13 +430,13 @@ func TestTiersSharedMemoryBound(t *testing.T) {
 		}
 		tr = tierWith(t, tr.name, runtime.WithLimits(runtime.Limits{Memory: limit, Pids: 64, TmpSize: 64 << 20}))
 		for _, how := range []string{"memfd", "memfd-nodump", "shared-anon"} {
-			before := shmemKiB()
+			before := runtimetest.ShmemKiB()
 			var peak int64
 			done, stop := make(chan struct{}), make(chan struct{})
 			go func() {
 				defer close(done)
 				for {
-					peak = max(peak, shmemKiB()-before)
+					peak = max(peak, runtimetest.ShmemKiB()-before)
 					select {
 					case <-stop:
 						return

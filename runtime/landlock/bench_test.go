@@ -3,9 +3,8 @@ package landlock
 import (
 	"bytes"
 	"context"
-	"os"
+	"github.com/kptr-dev/kptr/runtime/internal/runtimetest"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -71,12 +70,12 @@ func BenchmarkHiddenMemory(b *testing.B) {
 			var peak int64
 			ok := 0
 			for b.Loop() {
-				before := shmemKiB()
+				before := runtimetest.ShmemKiB()
 				stop, done := make(chan struct{}), make(chan struct{})
 				go func() {
 					defer close(done)
 					for {
-						peak = max(peak, shmemKiB()-before)
+						peak = max(peak, runtimetest.ShmemKiB()-before)
 						select {
 						case <-stop:
 							return
@@ -96,18 +95,4 @@ func BenchmarkHiddenMemory(b *testing.B) {
 			b.ReportMetric(float64(ok), "held-ok")
 		})
 	}
-}
-
-// shmemKiB is the host's Shmem of /proc/meminfo.
-func shmemKiB() int64 {
-	b, _ := os.ReadFile("/proc/meminfo")
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "Shmem:"); ok {
-			if fs := strings.Fields(v); len(fs) > 0 {
-				kb, _ := strconv.ParseInt(fs[0], 10, 64)
-				return kb
-			}
-		}
-	}
-	return 0
 }
