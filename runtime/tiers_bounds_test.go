@@ -149,6 +149,20 @@ func TestTiersNoHostUnixSocket(t *testing.T) {
 	})
 }
 
+// memoryBounded is tr with a memory limit (and small pids and tmp
+// limits), or skips where the tier bounds memory otherwise (wasm) or the
+// machine does not let it (no delegated cgroups for the namespace tier).
+func memoryBounded(t *testing.T, tr tier, limit int64) tier {
+	t.Helper()
+	if isWasm(tr) {
+		t.Skip("a wasm module's memory is capped in pages by the runtime (runtime/wasm TestHostileModules: memory growth)")
+	}
+	if degraded(tr, "cgroups") {
+		t.Skip("the namespace tier enforces memory through cgroups, not delegated here (kptr doctor: cgroups degraded)")
+	}
+	return tierWith(t, tr.name, runtime.WithLimits(runtime.Limits{Memory: limit, Pids: 64, TmpSize: 64 << 20}))
+}
+
 // A run's memory is bounded by Limits.Memory in both tiers, held by one
 // process or by many that each stay below it: sampled from the host, the
 // resident memory of the run's processes never exceeds the limit by more
@@ -160,13 +174,7 @@ func TestTiersNoHostUnixSocket(t *testing.T) {
 func TestTiersMemoryBound(t *testing.T) {
 	const limit = 256 << 20
 	forEachTier(t, func(t *testing.T, tr tier) {
-		if isWasm(tr) {
-			t.Skip("a wasm module's memory is capped in pages by the runtime (runtime/wasm TestHostileModules: memory growth)")
-		}
-		if degraded(tr, "cgroups") {
-			t.Skip("the namespace tier enforces memory through cgroups, not delegated here (kptr doctor: cgroups degraded)")
-		}
-		tr = tierWith(t, tr.name, runtime.WithLimits(runtime.Limits{Memory: limit, Pids: 64, TmpSize: 64 << 20}))
+		tr = memoryBounded(t, tr, limit)
 		res, err := tr.r.Run(context.Background(), testBundle(t, "alloc", "64"), runtime.Invocation{})
 		if err != nil || res.ExitCode != 0 {
 			t.Fatalf("%s: 64 MiB within a 256 MiB limit: %v exit %d %q", tr.name, err, res.ExitCode, res.Stderr)
@@ -422,13 +430,7 @@ func TestTiersNoSysVIPCOutlivesRun(t *testing.T) {
 func TestTiersSharedMemoryBound(t *testing.T) {
 	const limit = 256 << 20
 	forEachTier(t, func(t *testing.T, tr tier) {
-		if isWasm(tr) {
-			t.Skip("a wasm module's memory is capped in pages by the runtime (runtime/wasm TestHostileModules: memory growth)")
-		}
-		if degraded(tr, "cgroups") {
-			t.Skip("the namespace tier enforces memory through cgroups, not delegated here (kptr doctor: cgroups degraded)")
-		}
-		tr = tierWith(t, tr.name, runtime.WithLimits(runtime.Limits{Memory: limit, Pids: 64, TmpSize: 64 << 20}))
+		tr = memoryBounded(t, tr, limit)
 		for _, how := range []string{"memfd", "memfd-nodump", "shared-anon"} {
 			before := runtimetest.ShmemKiB()
 			var peak int64
