@@ -93,12 +93,16 @@ func settingValues() map[string][]string {
 }
 
 // completeSettingValues lets the shell complete the values of c's
-// enumerated settings (kptr fn render --sandbox <TAB>).
+// enumerated settings (kptr fn render --sandbox <TAB>). The words are
+// looked up when a completion asks, not as every command line builds its
+// tree.
 func completeSettingValues(c *cobra.Command) {
-	for name, words := range settingValues() {
+	for _, name := range []string{"image-pull-policy", "sandbox", "memo", "progress", "log-level"} {
 		if c.Flags().Lookup(name) == nil {
 			continue
 		}
-		_ = c.RegisterFlagCompletionFunc(name, cobra.FixedCompletions(words, cobra.ShellCompDirectiveNoFileComp))
+		_ = c.RegisterFlagCompletionFunc(name, func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+			return settingValues()[name], cobra.ShellCompDirectiveNoFileComp
+		})
 	}
 }
