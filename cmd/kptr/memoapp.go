@@ -73,7 +73,10 @@ func (g *globals) openAppMemo(ctx context.Context, env *fnenv.Env, p *policy, di
 }
 
 // generateMemoised is generate with the app memoised as a whole when it
-// can be: a recorded success is replayed, a new one recorded.
+// can be: a recorded success is replayed, a new one recorded. A generate
+// that pulled an image (not cached when it started, so no key then) is
+// keyed once it succeeded, on the images it pulled: the next generate of
+// the unchanged app is a replay, not a second render.
 func generateMemoised(ctx context.Context, g *globals, env *fnenv.Env, p *policy, dir string) ([]byte, error) {
 	m := g.openAppMemo(ctx, env, p, dir)
 	if m != nil {
@@ -84,8 +87,14 @@ func generateMemoised(ctx context.Context, g *globals, env *fnenv.Env, p *policy
 	}
 	t0 := time.Now()
 	out, err := generate(ctx, g, env, p, dir)
-	if m != nil && err == nil && ctx.Err() == nil {
+	if err != nil || ctx.Err() != nil {
+		return out, err
+	}
+	if m == nil {
+		m = g.openAppMemo(ctx, env, p, dir)
+	}
+	if m != nil {
 		_ = m.st.Put(m.key, memo.Record{Stdout: out, Duration: time.Since(t0)})
 	}
-	return out, err
+	return out, nil
 }
