@@ -169,10 +169,11 @@ func (e *Env) Cache() (*cache.Cache, error) {
 	return e.c, e.cacheErr
 }
 
-// Close closes the cache, if it was opened.
+// Close closes the cache if it was opened (and keeps it from opening after).
 func (e *Env) Close() error {
-	if c, err := e.Cache(); err == nil {
-		return c.Close()
+	e.cacheOnce.Do(func() { e.cacheErr = errors.New("the function environment is closed") })
+	if e.c != nil {
+		return e.c.Close()
 	}
 	return nil
 }

@@ -27,9 +27,10 @@ import (
 //     All other PARAM_* / ARGOCD_ENV_* variables, including ones that spell
 //     kptr flags or KPTR_* names, are ignored.
 //
-// The policy is enforced at the two seams the pipeline cannot bypass: the
-// Resolver (no image outside the allow-list is ever resolved or pulled) and
-// the Runner (no exec function, no network, no host mounts unless allowed).
+// The function chain enforces it (fnenv.Policy) at the two seams the
+// pipeline cannot bypass: resolving (no image outside the allow-list is ever
+// resolved or pulled) and running (no exec function, no network, no host
+// mounts unless allowed).
 
 // defaultAllowedImages is the allow-list when the operator sets none: the kpt
 // function catalog at its current and its former home.
