@@ -22,8 +22,9 @@ const (
 
 // Exit codes of the errors fnenv returns (see ExitCode).
 const (
-	ExitUsage = 2
-	ExitEnv   = 3
+	ExitFunction = 1
+	ExitUsage    = 2
+	ExitEnv      = 3
 )
 
 // Error is fnenv's error: Err with the exit code a command ends with.
@@ -37,6 +38,16 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // ExitCode is the code a command ends with on e.
 func (e *Error) ExitCode() int { return e.Code }
+
+// ExitCode is the exit code err carries (an error with an ExitCode method
+// in its chain: fnenv's, the cache's, the commands'), else 1.
+func ExitCode(err error) int {
+	var ec interface{ ExitCode() int }
+	if errors.As(err, &ec) {
+		return ec.ExitCode()
+	}
+	return ExitFunction
+}
 
 // SandboxWords are the words --sandbox takes: auto, every registered
 // tier, none.

@@ -20,74 +20,11 @@ import (
 
 	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/fnenv"
 	"github.com/kptr-dev/kptr/imageref"
 	"github.com/kptr-dev/kptr/memo"
 	"github.com/kptr-dev/kptr/runtime"
 )
-
-// openCache opens the image cache the global flags describe. Pull progress
-// is drawn as bars on a terminal; otherwise it is logged at debug level (so
-// render's kpt transcript on stderr stays exact) unless --progress=plain.
-func (g *globals) openCache(ctx context.Context) (*cache.Cache, error) {
-	lvl := slog.LevelDebug
-	if g.progress == "plain" {
-		lvl = slog.LevelInfo
-	}
-	return g.openCacheWith(lvl)
-}
-
-// openCacheWith opens the cache logging plain progress lines at lvl.
-func (g *globals) openCacheWith(lvl slog.Level, extra ...cache.Option) (*cache.Cache, error) {
-	// The pull settings of a command that never pulls (cache ls, tag,
-	// verify, prune) are accepted and ignored, as every setting that does
-	// not apply to a command is; where they apply, checkSettings has
-	// refused a bad one already, naming its flag or its variable.
-	pulls := g.flags == nil || applies(g.flags, "mirror")
-	policy := cache.PullIfNotPresent
-	var mirrors []imageref.Mirror
-	if pulls {
-		var err error
-		if policy, err = cache.ParsePullPolicy(g.pullPolicy); err != nil {
-			return nil, usageError("%s: %v", g.settingFrom("image-pull-policy", "KPTR_IMAGE_PULL_POLICY"), err)
-		}
-		for _, m := range g.mirrors {
-			mm, err := imageref.ParseMirror(m)
-			if err != nil {
-				return nil, usageError("%s: %v", g.settingFrom("mirror", "KPTR_MIRRORS"), err)
-			}
-			mirrors = append(mirrors, mm)
-		}
-	}
-	if g.cacheDir == "" {
-		return nil, withCode(exitEnv, errors.New("no cache directory: KPTR_CACHE_DIR, XDG_CACHE_HOME and HOME are all unset; set one of them or pass --cache-dir"))
-	}
-	log := g.logger()
-	opts := []cache.Option{
-		cache.WithTimeout(g.regTimeout),
-		cache.WithMirrors(mirrors...),
-		cache.WithInsecureRegistries(g.insecure...),
-		cache.WithPullPolicy(policy),
-		cache.WithOffline(g.offline),
-		cache.WithImagePrefix(g.prefix()),
-		cache.WithLogger(log),
-		cache.WithSignaturePolicy(g.sigPolicy),
-		cache.WithWasm(g.allowWasm),
-	}
-	switch {
-	case g.progress == "none":
-	case g.isTerminal():
-		opts = append(opts, cache.WithProgress(&barProgress{w: g.stderr}))
-	default:
-		opts = append(opts, cache.WithProgress(&logProgress{log: log, lvl: lvl}))
-	}
-	c, err := cache.Open(g.cacheDir, append(opts, extra...)...)
-	if err != nil {
-		return nil, withCode(exitEnv, err)
-	}
-	// what this process's pulls left in tmp/ (one a signal interrupted)
-	g.onExit(func() error { c.RemoveOwnTemporaries(); return nil })
-	return c, nil
-}
 
 func shortDigest(d v1.Hash) string {
 	if len(d.Hex) > 12 {
@@ -153,16 +90,19 @@ reference, 3 a registry or cache error).`,
 			}
 			extra = append(extra, cache.WithPlatform(*p))
 		}
-		g.allowWasm = allowWasm
-		c, err := g.openCacheWith(slog.LevelInfo, extra...)
-		if err != nil {
+		cfg := g.fnConfig(false, allowWasm, nil)
+		cfg.OpenCache = func(more ...cache.Option) (*cache.Cache, error) {
+			return g.openCacheWith(slog.LevelInfo, append(extra, more...)...)
+		}
+		env := fnenv.New(cfg)
+		if _, err := env.Cache(); err != nil {
 			return err
 		}
-		defer c.Close()
+		defer env.Close()
 		var failed error
 		bundles := make([]bundle.Bundle, len(args))
 		for i, ref := range args {
-			b, err := c.Resolve(ctx, ref)
+			b, err := env.Pull(ctx, ref)
 			if err != nil {
 				fmt.Fprintf(g.stderr, "kptr cache pull: %v\n", err)
 				if failed == nil {
@@ -173,7 +113,7 @@ reference, 3 a registry or cache error).`,
 			bundles[i] = b
 			fmt.Fprintf(g.stdout, "%s %s\n", b.Ref, b.Digest)
 		}
-		if err := g.compileWasm(ctx, args, bundles); err != nil {
+		if err := env.Compile(ctx, args, bundles); err != nil {
 			fmt.Fprintf(g.stderr, "kptr cache pull: %v\n", err)
 			if failed == nil {
 				failed = err

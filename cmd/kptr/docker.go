@@ -16,9 +16,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/cache"
 	"github.com/kptr-dev/kptr/cmd/kptr/internal/dockerface"
+	"github.com/kptr-dev/kptr/fnenv"
 	"github.com/kptr-dev/kptr/imageref"
 	"github.com/kptr-dev/kptr/runtime"
 )
@@ -195,14 +195,13 @@ func (g *globals) dockerRun(ctx context.Context, r dockerface.Run) (int, error) 
 	} else {
 		inv.Stdin = strings.NewReader("")
 	}
-	// fn eval's chain: the cache, the sandbox auto picks, the memo
-	env := &lazyEnv{ctx: ctx, g: g, memo: g.memoOn(false)}
-	env.sb.quiet = true
-	var res resolver = env
-	if len(pol.allowedImages) > 0 {
-		res = &allowListResolver{next: env, patterns: pol.allowedImages}
-	}
-	b, err := res.Resolve(ctx, r.Image)
+	// fn eval's chain: the cache, the sandbox auto picks, the memo, and the
+	// operator's allow-list when there is one; quiet: nothing but the
+	// function's output
+	cfg := g.fnConfig(g.memoOn(false), false, pol.chainPolicy())
+	cfg.Quiet = true
+	env := fnenv.New(cfg)
+	b, err := env.Resolve(ctx, r.Image)
 	if err != nil {
 		return dockerExitFailed, err
 	}
@@ -213,7 +212,7 @@ func (g *globals) dockerRun(ctx context.Context, r dockerface.Run) (int, error) 
 	if r.Args != nil {
 		b.Config.Cmd = r.Args
 	}
-	out, err := env.Run(ctx, b, inv)
+	out, err := env.Runner().Run(ctx, b, inv)
 	switch {
 	case errors.Is(err, runtime.ErrNoEntrypoint):
 		return dockerExitNotFound, err
@@ -231,11 +230,6 @@ func (g *globals) dockerRun(ctx context.Context, r dockerface.Run) (int, error) 
 	}
 	_, _ = g.stderr.Write(out.Stderr)
 	return out.ExitCode, nil
-}
-
-// resolver is what dockerRun resolves an image through.
-type resolver interface {
-	Resolve(ctx context.Context, ref string) (bundle.Bundle, error)
 }
 
 // dockerVersion prints the version: docker's short line for --version, a
@@ -281,18 +275,13 @@ func (g *globals) withCache(ctx context.Context, f func(*cache.Cache) error) err
 // and prints the image's name.
 func (g *globals) dockerPull(ctx context.Context, ref string) error {
 	g.pullPolicy = string(cache.PullAlways)
-	return g.withCache(ctx, func(c *cache.Cache) error {
-		if pol := dockerPolicyFromEnv(g.getenv); len(pol.allowedImages) > 0 {
-			if err := (&allowListResolver{patterns: pol.allowedImages}).check(ref); err != nil {
-				return err
-			}
-		}
-		if _, err := c.Resolve(ctx, ref); err != nil {
-			return err
-		}
-		_, err := fmt.Fprintln(g.stdout, ref)
+	env := g.fnEnv(false, false, dockerPolicyFromEnv(g.getenv).chainPolicy())
+	defer env.Close()
+	if _, err := env.Pull(ctx, ref); err != nil {
 		return err
-	})
+	}
+	_, err := fmt.Fprintln(g.stdout, ref)
+	return err
 }
 
 // dockerImage is what image inspect prints of a cached image.
@@ -422,11 +411,6 @@ func (g *globals) dockerImages(ctx context.Context, cmd dockerface.Command) erro
 		}
 		return tw.Flush()
 	})
-}
-
-// maxFnOutput is KPTR_FN_MAX_OUTPUT (0: the default), as fn eval reads it.
-func (g *globals) maxFnOutput() int64 {
-	return envInt64(g.getenv("KPTR_FN_MAX_OUTPUT"), 0)
 }
 
 // volumeDir is where named volumes live: beside the cache.

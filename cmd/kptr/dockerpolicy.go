@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/kptr-dev/kptr/cmd/kptr/internal/dockerface"
+	"github.com/kptr-dev/kptr/fnenv"
 	"github.com/kptr-dev/kptr/runtime"
 )
 
@@ -39,6 +40,16 @@ type dockerPolicy struct {
 	bindDirs      []string // absolute, symlinks resolved
 	passEnv       map[string]bool
 	allowedImages []string
+}
+
+// chainPolicy is the operator's policy the function chain enforces: the
+// allow-list of images, when KPTR_ALLOWED_IMAGES is set (network, mounts
+// and environment were decided by invocation already).
+func (p dockerPolicy) chainPolicy() *fnenv.Policy {
+	if len(p.allowedImages) == 0 {
+		return nil
+	}
+	return &fnenv.Policy{AllowedImages: p.allowedImages, AllowExec: true, AllowNetwork: true, AllowMounts: true}
 }
 
 // defaultDockerEnv are the variables "-e NAME" may take by default.

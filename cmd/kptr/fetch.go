@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/cache"
 )
 
@@ -52,68 +50,31 @@ const defaultFetchTimeout = 10 * time.Minute
 // limit before its timer ends the process.
 const fetchGrace = 10 * time.Second
 
-// fetchingResolver resolves images for generate, pulling through background
-// fetches (see above). Its guarantees: an image cached unpacked starts
-// nothing; at most one fetch per image and cache runs at a time; a Resolve
-// cut short while the fetch runs says so (with the fetch's progress) and
-// leaves the fetch running.
-type fetchingResolver struct {
-	env     *lazyEnv
-	timeout time.Duration // of each fetch
-	// detach is false in tests that run kptr in-process: the background
-	// fetch is this executable, and a test binary would run its tests.
-	detach bool
-}
-
-func newFetchingResolver(env *lazyEnv, timeout time.Duration) *fetchingResolver {
-	return &fetchingResolver{env: env, timeout: timeout, detach: !testing.Testing()}
-}
-
-func (r *fetchingResolver) Resolve(ctx context.Context, ref string) (bundle.Bundle, error) {
-	if !r.detach || r.env.g.offline || r.env.init() != nil || r.env.c.Unpacked(ref) {
-		return r.env.Resolve(ctx, ref) // no download (or lazyEnv's own error)
+// backgroundFetch is how generate's chain starts the background fetch of
+// an image (fnenv.Background, which waits for it): `kptr cache fetch`
+// with this command's pull settings and a limit of timeout. nil in tests
+// that run kptr in-process: the background fetch is this executable, and
+// a test binary would run its tests.
+func (g *globals) backgroundFetch(timeout time.Duration) func(bf *cache.BackgroundFetch, cacheDir, ref string) error {
+	if testing.Testing() {
+		return nil
 	}
-	if p, err := cache.ParsePullPolicy(r.env.g.pullPolicy); err == nil && p == cache.PullNever {
-		return r.env.Resolve(ctx, ref)
+	return func(bf *cache.BackgroundFetch, cacheDir, ref string) error {
+		return g.startFetch(bf, cacheDir, ref, timeout)
 	}
-	bf := r.env.c.BackgroundFetch(ref)
-	since := time.Now()
-	if err := r.start(bf, ref); err != nil {
-		r.env.g.logger().Debug("background fetch not started; pulling in the render", "image", ref, "error", err)
-		return r.env.Resolve(ctx, ref)
-	}
-	if err := r.wait(ctx, bf, ref, since); err != nil {
-		return bundle.Bundle{}, err
-	}
-	// Cached now, or the fetch ended without saying why (killed): the
-	// cache pulls what is missing, resuming the fetch's partial files.
-	return r.env.Resolve(ctx, ref)
 }
 
-// ResolveConstraint lists tags (Kptfile `tag:` constraints): one small
-// request, made by the render itself.
-func (r *fetchingResolver) ResolveConstraint(ctx context.Context, repo, constraint string) (string, error) {
-	return r.env.ResolveConstraint(ctx, repo, constraint)
-}
-
-// ResolveCached resolves ref only if the cache already holds it (for
-// preparing the next function's sandbox): nothing to fetch.
-func (r *fetchingResolver) ResolveCached(ctx context.Context, ref string) (bundle.Bundle, bool) {
-	return r.env.ResolveCached(ctx, ref)
-}
-
-// start starts the background fetch of ref unless one runs already. It
-// claims the image's fetch lock and hands it to the child, so no second
+// startFetch starts the background fetch of ref unless one runs already.
+// It claims the image's fetch lock and hands it to the child, so no second
 // fetch can start between the check and the child's start.
-func (r *fetchingResolver) start(bf *cache.BackgroundFetch, ref string) error {
+func (g *globals) startFetch(bf *cache.BackgroundFetch, cacheDir, ref string, timeout time.Duration) error {
 	lock, ok, err := bf.Claim()
 	if err != nil || !ok {
 		return err // !ok: a fetch of ref is running; wait for it
 	}
 	defer lock.Close() // the child holds its own copy, and with it the lock
-	g := r.env.g
-	args := []string{"kptr", "cache", "fetch", "--lock-fd", "3", "--timeout", r.timeout.String(),
-		"--cache-dir", r.env.c.Dir(), "--image-pull-policy", g.pullPolicy, "--registry-timeout", g.regTimeout.String(),
+	args := []string{"kptr", "cache", "fetch", "--lock-fd", "3", "--timeout", timeout.String(),
+		"--cache-dir", cacheDir, "--image-pull-policy", g.pullPolicy, "--registry-timeout", g.regTimeout.String(),
 		"--image-prefix", g.imagePrefix, "--progress", "none", "--log-level", "error"}
 	for _, m := range g.mirrors {
 		args = append(args, "--mirror", m)
@@ -140,38 +101,6 @@ func (r *fetchingResolver) start(bf *cache.BackgroundFetch, ref string) error {
 	// Reaped here if it ends while generate runs; otherwise it outlives
 	// generate and its new parent reaps it.
 	go cmd.Wait()
-	return nil
-}
-
-// wait waits for the fetch of ref to end. It returns nil when the image is
-// cached or the fetch ended without recording a failure, the fetch's error
-// when it failed (recorded after since), and, when ctx ends first, the
-// error that says the image is still being fetched.
-func (r *fetchingResolver) wait(ctx context.Context, bf *cache.BackgroundFetch, ref string, since time.Time) error {
-	tick := time.NewTicker(25 * time.Millisecond)
-	defer tick.Stop()
-	for bf.Running() {
-		select {
-		case <-ctx.Done():
-			progress := ""
-			if st, ok := bf.Status(); ok && st.Progress() != "" {
-				progress = " (" + st.Progress() + " so far)"
-			}
-			return withCode(exitEnv, fmt.Errorf("image %s is still being fetched in the background%s; the download goes on after this render (for up to %s): retry in a moment (Argo CD retries by itself; Hard Refresh to retry now): %w",
-				ref, progress, r.timeout, context.Cause(ctx)))
-		case <-tick.C:
-		}
-	}
-	if r.env.c.Unpacked(ref) {
-		return nil
-	}
-	if st, ok := bf.Status(); ok && st.State == cache.FetchFailed && !st.Updated.Before(since) {
-		code := st.Code
-		if code == 0 {
-			code = exitEnv
-		}
-		return withCode(code, errors.New(st.Error))
-	}
 	return nil
 }
 

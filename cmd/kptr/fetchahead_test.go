@@ -18,6 +18,7 @@ import (
 
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 
+	"github.com/kptr-dev/kptr/fnenv"
 	"github.com/kptr-dev/kptr/test/fnimage"
 )
 
@@ -135,7 +136,7 @@ func TestFetchAheadFailuresAtTheirTurn(t *testing.T) {
 // fetch ahead still pulled them, six connections to two hosts). The
 // registry holds every manifest request of a later image until its client
 // gives up: the pulls ahead under way when the render ends are cancelled
-// with it, the ones not yet started (fetchAheadJobs at a time) are never
+// with it, the ones not yet started (fnenv.FetchAheadJobs at a time) are never
 // asked for, and the first function's own image is fetched first whatever
 // else is queued (it was queued behind them by chance: five renders
 // make that chance small to miss).
@@ -203,8 +204,8 @@ func TestFetchAheadEndsWithTheRender(t *testing.T) {
 		mu.Lock()
 		reqs := slices.Clone(held)
 		mu.Unlock()
-		if len(reqs) > fetchAheadJobs {
-			t.Errorf("%d later images asked for: more than fetchAheadJobs (%d) at once", len(reqs), fetchAheadJobs)
+		if len(reqs) > fnenv.FetchAheadJobs {
+			t.Errorf("%d later images asked for: more than fnenv.FetchAheadJobs (%d) at once", len(reqs), fnenv.FetchAheadJobs)
 		}
 		for _, q := range reqs {
 			if q.at.After(ended) {

@@ -7,193 +7,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/spf13/cobra"
 
-	"github.com/kptr-dev/kptr/bundle"
-	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/fnenv"
 	"github.com/kptr-dev/kptr/pipeline"
 	kptv1 "github.com/kptr-dev/kptr/pipeline/kptfile/v1"
-	"github.com/kptr-dev/kptr/runtime"
 )
-
-// lazyEnv opens the cache and the sandbox only when a function image is
-// actually run, so exec-only packages and Kptfile errors never need them,
-// and a failure to open them is a runtime failure of that function
-// (exit code 125 in kpt's terms). With memo, image runs go through a
-// memo.Runner, and the sandbox is opened by the first run that is not
-// replayed (a render whose every result is replayed never starts it).
-type lazyEnv struct {
-	ctx  context.Context
-	g    *globals
-	memo bool // memoise eligible runs (--memo, KPTR_MEMO)
-	once sync.Once
-	c    *cache.Cache
-	r    runtime.Runner // what image runs go through: the memo's Runner or the sandbox
-	err  error
-	sb   lazySandbox
-	// cause is the last error Resolve, ResolveConstraint or Run returned
-	// (see causeRecorder): what stopped a function from running.
-	cause causeRecorder
-	// ahead: the images fetched ahead of their turn (fetchahead.go)
-	ahead fetchAhead
-}
-
-func (l *lazyEnv) init() error {
-	l.once.Do(func() {
-		l.sb.g = l.g
-		if !l.memo && !l.g.allowWasm {
-			// the sandbox opens (the tier's checks, its probe verdict)
-			// while the cache does: neither needs the other, and the
-			// first function's sandbox waits for both
-			go l.sb.openQuiet()
-		}
-		c, err := l.g.openCache(l.ctx)
-		if err != nil {
-			l.err = err
-			return
-		}
-		l.c = c
-		if !l.memo && !l.g.allowWasm {
-			// opened now, as it always was: a sandbox that cannot run
-			// fails the first image function before its pull (quietly:
-			// init may run ahead of any function's turn, see initTurn)
-			if _, err := l.sb.openQuiet(); err != nil {
-				l.err = err
-				return
-			}
-			l.r = &l.sb
-			return
-		}
-		if !l.memo {
-			// with wasm allowed the sandbox opens at the first container
-			// image's run: a wasm-only pipeline needs none (a pod where
-			// no sandbox tier works still runs wasm functions)
-			l.r = &l.sb
-			return
-		}
-		l.r = l.g.memoRunner(c, &l.sb)
-	})
-	return l.err
-}
-
-// initTurn is init for a function's own turn: the sandbox's notice (the
-// landlock fallback) is printed now, where it always was, also when a
-// preparation ahead opened the sandbox earlier.
-func (l *lazyEnv) initTurn() error {
-	if err := l.init(); err != nil {
-		return err
-	}
-	if !l.memo && !l.g.allowWasm {
-		_, _ = l.sb.open() // opened by init: this only prints the notice, once
-	}
-	return nil
-}
-
-// lazySandbox is the function runner the global flags describe, opened by
-// its first Run or Prepare.
-type lazySandbox struct {
-	g      *globals
-	once   sync.Once
-	r      runtime.Runner
-	notice string // openRunner's line for stderr, printed by open
-	// quiet: the notice is never printed (the docker face prints nothing
-	// but the function's output)
-	quiet bool
-	err   error
-	said  sync.Once
-}
-
-// open opens the runner and prints its notice (once).
-func (s *lazySandbox) open() (runtime.Runner, error) {
-	r, err := s.openQuiet()
-	s.said.Do(func() {
-		if s.notice != "" && !s.quiet {
-			fmt.Fprint(s.g.stderr, s.notice)
-		}
-	})
-	return r, err
-}
-
-// openQuiet opens the runner without printing anything: what a
-// preparation ahead does, which must not change a render's output.
-func (s *lazySandbox) openQuiet() (runtime.Runner, error) {
-	s.once.Do(func() { s.r, s.notice, s.err = s.g.openRunner() })
-	return s.r, s.err
-}
-
-func (s *lazySandbox) Run(ctx context.Context, b bundle.Bundle, inv runtime.Invocation) (runtime.Result, error) {
-	if b.Wasm != "" {
-		// wasm functions run in kptr's process, whatever the sandbox tier
-		return s.g.wasmRunner().Run(ctx, b, inv)
-	}
-	r, err := s.open()
-	if err != nil {
-		return runtime.Result{}, err
-	}
-	return r.Run(ctx, b, inv)
-}
-
-// Prepare forwards to the sandbox. KPTR_PREPARE=false (or 0) turns preparing off
-// (every sandbox starts cold).
-func (s *lazySandbox) Prepare(ctx context.Context, b bundle.Bundle, inv runtime.Invocation) {
-	if s.g.envOff("KPTR_PREPARE") || b.Wasm != "" {
-		return
-	}
-	if r, err := s.openQuiet(); err == nil {
-		if p, ok := r.(runtime.Preparer); ok {
-			p.Prepare(ctx, b, inv)
-		}
-	}
-}
-
-func (l *lazyEnv) Resolve(ctx context.Context, ref string) (bundle.Bundle, error) {
-	if err := l.initTurn(); err != nil {
-		l.cause.note(err)
-		return bundle.Bundle{}, err
-	}
-	b, err := l.resolve(ctx, ref)
-	if err != nil && l.memo {
-		// as without memo: a sandbox that cannot run is the cause
-		// reported first (the image could not run either way)
-		if _, serr := l.sb.open(); serr != nil {
-			err = serr
-		}
-	}
-	l.cause.note(err)
-	return b, err
-}
-
-func (l *lazyEnv) ResolveConstraint(ctx context.Context, repo, constraint string) (string, error) {
-	ref, err := l.resolveConstraint(ctx, repo, constraint)
-	l.cause.note(err)
-	return ref, err
-}
-
-func (l *lazyEnv) resolveConstraint(ctx context.Context, repo, constraint string) (string, error) {
-	if err := l.initTurn(); err != nil {
-		return "", err
-	}
-	var cr any = l.c
-	if r, ok := cr.(pipeline.ConstraintResolver); ok {
-		return r.ResolveConstraint(ctx, repo, constraint)
-	}
-	return "", errors.New("the image cache cannot resolve tag constraints")
-}
-
-func (l *lazyEnv) Run(ctx context.Context, b bundle.Bundle, inv runtime.Invocation) (runtime.Result, error) {
-	if err := l.initTurn(); err != nil {
-		l.cause.note(err)
-		return runtime.Result{}, err
-	}
-	l.c.MarkRun(b) // cache ls's LAST USED: the last run (or replay), not the last pull
-	res, err := l.r.Run(ctx, b, inv)
-	l.cause.note(err)
-	return res, err
-}
 
 // fnFailure reports a failed fn command as kpt does (its "Error: <msg> "
 // line, nothing when the transcript already showed the failure) and picks
@@ -204,7 +25,7 @@ func (l *lazyEnv) Run(ctx context.Context, b bundle.Bundle, inv runtime.Invocati
 // Kptfile, an unreadable or invalid one), 1 when a function or validator
 // failed. env may be nil (fn source, fn sink); dir is the package ("" when
 // there is none, as for eval reading stdin).
-func (g *globals) fnFailure(err error, dir string, env *lazyEnv) error {
+func (g *globals) fnFailure(err error, dir string, env *fnenv.Env) error {
 	g.printKptError(err)
 	code := exitCodeOf(err)
 	var ke *kptv1.KptfileError
@@ -212,8 +33,8 @@ func (g *globals) fnFailure(err error, dir string, env *lazyEnv) error {
 	switch {
 	case g.kpt:
 		code = exitFunction
-	case env != nil && env.cause.get() != nil:
-		code = exitCodeOf(env.cause.get())
+	case env != nil && env.Cause() != nil:
+		code = exitCodeOf(env.Cause())
 	case errors.As(err, &ke), errors.As(err, &ve), dir != "" && !hasKptfile(dir):
 		code = exitUsage
 	}
@@ -308,80 +129,20 @@ func (g *globals) evalUsage(err error) error {
 	return err
 }
 
-// baseOptions are the pipeline options every fn command shares; env opens
-// the cache and the sandbox when a function image first runs.
-func (g *globals) baseOptions(ctx context.Context) (pipeline.Options, *lazyEnv) {
+// baseOptions are the pipeline options every fn command shares; env, the
+// chain its functions go through, opens the cache and the sandbox when a
+// function image first runs, and pulls a render's images ahead.
+func (g *globals) baseOptions(allowWasm bool) (pipeline.Options, *fnenv.Env) {
 	// memoisation is opt-in for fn render and fn eval: kpt users expect
 	// every function to run (README, Memoised function results)
-	env := &lazyEnv{ctx: ctx, g: g, memo: g.memoOn(false)}
-	// KPTR_FN_MAX_OUTPUT caps a function's stdout and stderr (bytes).
-	maxOut, _ := strconv.ParseInt(g.getenv("KPTR_FN_MAX_OUTPUT"), 10, 64)
-	opts := pipeline.Options{
-		Resolver:    env,
-		Runner:      env,
-		ExecRunner:  runtime.Host{Timeout: g.fnTimeout, MaxOutput: maxOut},
-		AllowWasm:   g.allowWasm,
-		MaxOutput:   maxOut,
-		Limits:      g.outputLimits(),
-		Results:     g.resultBudget(),
-		PkgLimits:   g.packageLimits(),
-		ImagePrefix: g.prefix(),
-		Timeout:     g.fnTimeout,
-		Stderr:      g.stderr,
-		Stdout:      g.stdout,
-		// as kpt, kpt's transcript line for line (no pull-time line)
-		KptTranscript: g.kpt,
-	}
-	if g.allowWasm {
-		opts.WasmRunner = g.wasmRunner()
-	}
+	cfg := g.fnConfig(g.memoOn(false), allowWasm, nil)
+	cfg.FetchAhead = true
+	env := fnenv.New(cfg)
+	opts := env.Options()
+	opts.Stderr, opts.Stdout = g.stderr, g.stdout
+	// as kpt, kpt's transcript line for line (no pull-time line)
+	opts.KptTranscript = g.kpt
 	return opts, env
-}
-
-// wasmRunner is the wasm tier (runtime/wasm), opened once, beside the tier
-// that runs container images: it compiles modules into the cache
-// directory's wasm/ (entries keyed by module and wazero version). A tier
-// that cannot open is each wasm run's error.
-func (g *globals) wasmRunner() runtime.Runner {
-	g.wasmOnce.Do(func() {
-		maxOut, _ := strconv.ParseInt(g.getenv("KPTR_FN_MAX_OUTPUT"), 10, 64)
-		opts := []runtime.Option{runtime.WithTimeout(g.fnTimeout), runtime.WithLogger(g.logger())}
-		if maxOut > 0 {
-			opts = append(opts, runtime.WithMaxOutput(maxOut))
-		}
-		if g.cacheDir != "" {
-			opts = append(opts, runtime.WithCompileCache(filepath.Join(g.cacheDir, cache.WasmDir)))
-		}
-		if g.progress != "none" {
-			// a compilation takes seconds to minutes: the progress says so
-			opts = append(opts, runtime.WithCompileNotice(func(name string) {
-				fmt.Fprintf(g.stderr, "compiling the wasm module of %s (once per module: kptr prewarm and kptr cache pull --allow-alpha-wasm compile ahead)\n", name)
-			}))
-		}
-		t, ok := runtime.Lookup(runtime.Wasm)
-		if !ok {
-			g.wasmErr = errors.New("the wasm tier is not registered")
-			return
-		}
-		sb, err := t.Open(opts...)
-		if err != nil {
-			g.wasmErr = refusal(err, "")
-			return
-		}
-		g.onExit(sb.Close)
-		g.wasm = sb
-	})
-	if g.wasmErr != nil {
-		return failingRunner{g.wasmErr}
-	}
-	return g.wasm
-}
-
-// failingRunner fails every run with err.
-type failingRunner struct{ err error }
-
-func (f failingRunner) Run(context.Context, bundle.Bundle, runtime.Invocation) (runtime.Result, error) {
-	return runtime.Result{}, f.err
 }
 
 // fnScopes are the shared settings of the commands that run functions.
@@ -436,7 +197,6 @@ registry or the cache (kpt reports these as the function's exit code 125);
   # results for CI
   kptr fn render my-package --results-dir results`,
 	}, fnScopes, func(ctx context.Context, c *cobra.Command, args []string) error {
-		g.allowWasm = allowWasm
 		if len(args) > 1 {
 			return usageError("expected at most one package path, got %d", len(args))
 		}
@@ -451,10 +211,10 @@ registry or the cache (kpt reports these as the function's exit code 125);
 		if err := prepareResultsDir(resultsDir, output); err != nil {
 			return g.inputFailure(err)
 		}
-		opts, env := g.baseOptions(ctx)
+		opts, env := g.baseOptions(allowWasm)
 		opts.AllowExec, opts.AllowNetwork = allowExec, allowNetwork
 		opts.Output, opts.ResultsDir = output, resultsDir
-		opts.Memo = g.renderMemo(ctx, allowExec, allowNetwork, output, resultsDir, truncate)
+		opts.Memo = g.renderMemo(ctx, env, allowExec, allowNetwork, output, resultsDir, truncate)
 		if _, err := pipeline.Render(ctx, dir, opts); err != nil {
 			return g.fnFailure(err, dir, env)
 		}
@@ -498,7 +258,6 @@ function could not run because of the sandbox, a registry or the cache.`,
   # in a pipe
   kptr fn source my-package | kptr fn eval - -i set-namespace:v0.4.1 -- namespace=prod`,
 	}, fnScopes, func(ctx context.Context, c *cobra.Command, args []string) error {
-		g.allowWasm = allowWasm
 		if err := pipeline.CheckSave(save, fnType); err != nil {
 			return g.evalUsage(usageError("%v", err))
 		}
@@ -560,7 +319,7 @@ function could not run because of the sandbox, a registry or the cache.`,
 		if fn.Exclusion.Annotations, err = kvMap(exclAnns); err != nil {
 			return err
 		}
-		opts, lazy := g.baseOptions(ctx)
+		opts, lazy := g.baseOptions(allowWasm)
 		opts.AllowNetwork = network
 		opts.AsCurrentUser = asCurrentUser
 		opts.Output, opts.ResultsDir = output, resultsDir

@@ -10,14 +10,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 
 	"github.com/spf13/cobra"
 
-	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/fnenv"
 	"github.com/kptr-dev/kptr/pipeline"
-	"github.com/kptr-dev/kptr/runtime"
 
 	kptv1 "github.com/kptr-dev/kptr/pipeline/kptfile/v1"
 	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
@@ -96,13 +94,13 @@ func (g *globals) runGenerate(ctx context.Context, c *cobra.Command, p *policy, 
 	if err := p.applyAppParameters(g.getenv, &g.fnTimeout); err != nil {
 		return withCode(exitUsage, err)
 	}
-	g.allowWasm = p.AllowWasm // the cache resolves wasm images only then
+	env := g.generateEnv(p)
 	if p.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, p.Timeout)
 		defer cancel()
 	}
-	out, err := generateMemoised(ctx, g, p, dir)
+	out, err := generateMemoised(ctx, g, env, p, dir)
 	if err != nil {
 		if p.Timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			// Say which limit struck: the cause underneath is only
@@ -118,7 +116,7 @@ func (g *globals) runGenerate(ctx context.Context, c *cobra.Command, p *policy, 
 }
 
 // generate renders dir and returns the manifest stream to print.
-func generate(ctx context.Context, g *globals, p *policy, dir string) ([]byte, error) {
+func generate(ctx context.Context, g *globals, env *fnenv.Env, p *policy, dir string) ([]byte, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, withCode(exitUsage, err)
@@ -129,7 +127,7 @@ func generate(ctx context.Context, g *globals, p *policy, dir string) ([]byte, e
 	if _, err := os.Stat(filepath.Join(abs, "Kptfile")); err != nil {
 		return nil, withCode(exitUsage, fmt.Errorf("no Kptfile in the application path %s", displayPath(abs)))
 	}
-	nodes, err := renderForGenerate(ctx, g, p, abs)
+	nodes, err := renderForGenerate(ctx, g, env, p, abs)
 	if err != nil {
 		return nil, err
 	}
@@ -295,15 +293,20 @@ func redact(s string) string {
 	return secretKV.ReplaceAllString(s, "${1}REDACTED")
 }
 
-// renderForGenerate renders the package tree at dir in memory with the
-// operator's policy enforced around the cache and the runners. The cache and
-// the sandbox are opened only when a function image actually runs.
-func renderForGenerate(ctx context.Context, g *globals, p *policy, dir string) ([]*yaml.RNode, error) {
-	// memoised by default: Argo CD regenerates unchanged apps on every commit
-	env := &lazyEnv{ctx: ctx, g: g, memo: g.memoOn(true)}
-	res := &allowListResolver{next: newFetchingResolver(env, p.FetchTimeout), patterns: p.AllowedImages}
-	causes := &causeRecorder{}
-	maxOut := envInt64(g.getenv("KPTR_FN_MAX_OUTPUT"), 0)
+// generateEnv is the chain of generate's functions: the operator's policy
+// around it, memoised by default (Argo CD regenerates unchanged apps on
+// every commit), its pulls background fetches (fetch.go).
+func (g *globals) generateEnv(p *policy) *fnenv.Env {
+	cfg := g.fnConfig(g.memoOn(true), p.AllowWasm, &fnenv.Policy{AllowedImages: p.AllowedImages, AllowExec: p.AllowExec, AllowNetwork: p.AllowNetwork})
+	cfg.Background = &fnenv.Background{Start: g.backgroundFetch(p.FetchTimeout), Timeout: p.FetchTimeout}
+	return fnenv.New(cfg)
+}
+
+// renderForGenerate renders the package tree at dir in memory through env
+// (the operator's policy enforced around the cache and the runners). The
+// cache and the sandbox are opened only when a function image actually
+// runs.
+func renderForGenerate(ctx context.Context, g *globals, env *fnenv.Env, p *policy, dir string) ([]*yaml.RNode, error) {
 	resultsDir, err := os.MkdirTemp("", "kptr-generate-")
 	if err != nil {
 		return nil, withCode(exitEnv, err)
@@ -313,31 +316,12 @@ func renderForGenerate(ctx context.Context, g *globals, p *policy, dir string) (
 	if strings.EqualFold(g.logLevel, "debug") {
 		transcript = g.stderr
 	}
-	var wasmRunner pipeline.Runner
-	if p.AllowWasm {
-		wasmRunner = &causeRunner{next: &policyRunner{next: g.wasmRunner(), allowExec: p.AllowExec, allowNetwork: p.AllowNetwork}, rec: causes}
-	}
-	out, err := pipeline.Render(ctx, dir, pipeline.Options{
-		Resolver:     &causeResolver{next: res, rec: causes},
-		AllowWasm:    p.AllowWasm,
-		WasmRunner:   wasmRunner,
-		Runner:       &causeRunner{next: &policyRunner{next: env, allowExec: p.AllowExec, allowNetwork: p.AllowNetwork}, rec: causes},
-		ExecRunner:   &causeRunner{next: &policyRunner{next: runtime.Host{Timeout: g.fnTimeout, MaxOutput: maxOut}, allowExec: p.AllowExec, allowNetwork: p.AllowNetwork}, rec: causes},
-		ImagePrefix:  g.prefix(),
-		AllowExec:    p.AllowExec,
-		AllowNetwork: p.AllowNetwork,
-		AllowImage:   res.check,
-		Timeout:      g.fnTimeout,
-		MaxOutput:    maxOut,
-		Limits:       g.outputLimits(),
-		Results:      g.resultBudget(),
-		PkgLimits:    g.packageLimits(),
-		// only the failed function's results are reported (failedFunctionDetail)
-		FailedResultsOnly: true,
-		Stderr:            transcript,
-		Output:            pipeline.OutputMemory,
-		ResultsDir:        resultsDir,
-	})
+	opts := env.Options()
+	// only the failed function's results are reported (failedFunctionDetail)
+	opts.FailedResultsOnly = true
+	opts.Stderr = transcript
+	opts.Output, opts.ResultsDir = pipeline.OutputMemory, resultsDir
+	out, err := pipeline.Render(ctx, dir, opts)
 	if err != nil {
 		msg := err.Error()
 		if d := failedFunctionDetail(resultsDir); d != "" {
@@ -346,7 +330,7 @@ func renderForGenerate(ctx context.Context, g *globals, p *policy, dir string) (
 		}
 		msg = strings.ReplaceAll(msg, dir, displayPath(dir))
 		code := exitCodeOf(err)
-		var refused *policyError
+		var refused *fnenv.PolicyError
 		if errors.As(err, &refused) {
 			code = refused.ExitCode()
 		}
@@ -356,12 +340,12 @@ func renderForGenerate(ctx context.Context, g *globals, p *policy, dir string) (
 			msg = strings.Replace(msg, kptExec, "exec functions are not allowed by the operator's policy (KPTR_ALLOW_EXEC / --allow-exec)", 1)
 			code = exitUsage
 		}
-		if cause := causes.get(); cause != nil && failedExitCode(resultsDir) == 125 {
+		if cause := env.Cause(); cause != nil && failedExitCode(resultsDir) == 125 {
 			// The function could not run: the exit code is the cause's
 			// (2 policy refusal or bad reference, 3 registry, cache or sandbox).
 			code = exitCodeOf(cause)
 		}
-		if !p.AllowWasm && errors.Is(causes.get(), cache.ErrWasmNotAllowed) {
+		if !p.AllowWasm && errors.Is(env.Cause(), cache.ErrWasmNotAllowed) {
 			// the flag kpt names is the operator's setting here
 			msg = strings.Replace(msg, "--allow-alpha-wasm", "the operator's policy (KPTR_ALLOW_WASM / --allow-alpha-wasm)", 1)
 			code = exitUsage // a setting to change, as exec's
@@ -369,59 +353,6 @@ func renderForGenerate(ctx context.Context, g *globals, p *policy, dir string) (
 		return nil, &exitError{code, errors.New(msg)}
 	}
 	return out.Resources, nil
-}
-
-// causeRecorder keeps the last error the resolver or a runner returned. The
-// pipeline reports such an error as the function's exit code 125, as kpt
-// does, keeping only its text; generate needs its kind for its own exit code
-// (README: a policy refusal is 2, a registry, cache or sandbox cause 3). The
-// pipeline runs one function at a time and stops at the first failure, so the
-// last error recorded is the one that stopped the render.
-type causeRecorder struct {
-	mu   sync.Mutex
-	last error
-}
-
-func (c *causeRecorder) note(err error) {
-	if err != nil {
-		c.mu.Lock()
-		c.last = err
-		c.mu.Unlock()
-	}
-}
-
-func (c *causeRecorder) get() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.last
-}
-
-type causeResolver struct {
-	next *allowListResolver
-	rec  *causeRecorder
-}
-
-func (r *causeResolver) Resolve(ctx context.Context, ref string) (bundle.Bundle, error) {
-	b, err := r.next.Resolve(ctx, ref)
-	r.rec.note(err)
-	return b, err
-}
-
-func (r *causeResolver) ResolveConstraint(ctx context.Context, repo, constraint string) (string, error) {
-	ref, err := r.next.ResolveConstraint(ctx, repo, constraint)
-	r.rec.note(err)
-	return ref, err
-}
-
-type causeRunner struct {
-	next runtime.Runner
-	rec  *causeRecorder
-}
-
-func (r *causeRunner) Run(ctx context.Context, b bundle.Bundle, inv runtime.Invocation) (runtime.Result, error) {
-	res, err := r.next.Run(ctx, b, inv)
-	r.rec.note(err)
-	return res, err
 }
 
 // failedExitCode is the exit code of the render's failed function in its

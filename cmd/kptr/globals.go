@@ -20,7 +20,6 @@ import (
 	"github.com/kptr-dev/kptr/imageref"
 	"github.com/kptr-dev/kptr/pipeline"
 
-	"github.com/kptr-dev/kptr/runtime"
 	"github.com/kptr-dev/kptr/signature"
 )
 
@@ -34,13 +33,6 @@ type globals struct {
 	// kpt is set when the binary runs as "kpt" (kpt.go): kpt's command
 	// line, help, error format and exit codes.
 	kpt bool
-
-	// allowWasm is --allow-alpha-wasm of the running fn command: the cache
-	// resolves wasm images and they run in-process (wasmRunner).
-	allowWasm bool
-	wasmOnce  sync.Once
-	wasm      runtime.Sandbox
-	wasmErr   error
 
 	cacheDir    string
 	mirrors     []string

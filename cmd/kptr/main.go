@@ -42,6 +42,9 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
+// ExitCode lets packages below (fnenv) read the code too.
+func (e *exitError) ExitCode() int { return e.code }
+
 func usageError(format string, a ...any) error {
 	return &exitError{exitUsage, fmt.Errorf(format, a...)}
 }

@@ -4,9 +4,7 @@ import (
 	"fmt"
 
 	"github.com/kptr-dev/kptr/cache"
-	"github.com/kptr-dev/kptr/fnenv"
 	"github.com/kptr-dev/kptr/memo"
-	"github.com/kptr-dev/kptr/runtime"
 )
 
 // --memo / KPTR_MEMO values.
@@ -26,31 +24,6 @@ func (g *globals) memoOn(def bool) bool {
 		return false
 	}
 	return def
-}
-
-// memoRunner puts the current user's memo store for cache c in front of
-// next. A store that cannot be opened (no private directory to be had)
-// turns memoisation off with a warning; the render runs all the same.
-func (g *globals) memoRunner(c *cache.Cache, next runtime.Runner) runtime.Runner {
-	st, err := memo.OpenFor(c.Dir(), memo.Options{})
-	if err != nil {
-		g.logger().Warn("function results are not memoised", "err", err)
-		return next
-	}
-	g.onExit(st.Close)
-	return &memo.Runner{Next: next, Store: st, Variant: g.memoVariant()}
-}
-
-// memoVariant names the settings that decide how a function runs beyond
-// its image and invocation: the sandbox tier asked for and the overlay
-// switch (a read-only image can fail a function a writable one does not).
-func (g *globals) memoVariant() string {
-	sb, _ := fnenv.ParseSandbox(g.sandbox, "--sandbox")
-	overlay := "" // on unless set off (the key of a default run is unchanged)
-	if g.envOff("KPTR_OVERLAY") {
-		overlay = "0"
-	}
-	return "sandbox=" + sb + ";overlay=" + overlay
 }
 
 // listMemo ends cache ls with the current user's memoised results, when

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/kptr-dev/kptr/fnenv"
 	"github.com/kptr-dev/kptr/internal/dirfs"
 	"github.com/kptr-dev/kptr/memo"
 	"github.com/kptr-dev/kptr/pipeline"
@@ -16,7 +17,7 @@ import (
 // resources as YAML, running or replaying any function, or starting the
 // sandbox. pipeline.Render looks the record up with the package open (and
 // locked, in place) and writes a hit through the path a real render's
-// output takes (pipeline.RenderMemo). The key is generate's (wholeKey:
+// output takes (pipeline.RenderMemo). The key is generate's (fnenv's WholeKey:
 // kptr's build, every entry of the package tree, the digest each image
 // resolves to through the cache alone, the image prefix, function timeout,
 // output limits and sandbox choice) and the settings only a render reads:
@@ -33,6 +34,7 @@ import (
 type renderMemo struct {
 	ctx        context.Context
 	g          *globals
+	env        *fnenv.Env
 	output     string
 	resultsDir string
 	truncate   bool
@@ -45,18 +47,18 @@ type renderMemo struct {
 
 // renderMemo is the whole-render memo for fn render's settings; nil when
 // memo is off or the render cannot be memoised as a whole.
-func (g *globals) renderMemo(ctx context.Context, allowExec, allowNetwork bool, output, resultsDir string, truncate bool) pipeline.RenderMemo {
+func (g *globals) renderMemo(ctx context.Context, env *fnenv.Env, allowExec, allowNetwork bool, output, resultsDir string, truncate bool) pipeline.RenderMemo {
 	if !g.memoOn(false) || allowExec || allowNetwork {
 		return nil
 	}
-	return &renderMemo{ctx: ctx, g: g, output: output, resultsDir: resultsDir, truncate: truncate, t0: time.Now()}
+	return &renderMemo{ctx: ctx, g: g, env: env, output: output, resultsDir: resultsDir, truncate: truncate, t0: time.Now()}
 }
 
 // Lookup keys the package pkg holds and returns its record, if any.
 func (m *renderMemo) Lookup(pkg *os.Root, images []string) (*pipeline.Outcome, bool) {
 	files := dirfs.New(pkg)
 	defer files.Close()
-	k, st := m.g.wholeKey(m.ctx, "render", files, images, nil)
+	k, st := m.env.WholeKey(m.ctx, "render", files, images)
 	if k == nil {
 		return nil, false
 	}

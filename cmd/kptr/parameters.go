@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/fnenv"
 	"github.com/kptr-dev/kptr/pipeline"
 )
 
@@ -112,10 +113,10 @@ func announceFunctions(ctx context.Context, g *globals, allowed []string, dir st
 		}
 		defer c.Close()
 	}
-	allow := &allowListResolver{patterns: allowed}
+	allow := &fnenv.Policy{AllowedImages: allowed}
 	entries := make([]string, 0, len(images))
 	for _, img := range images {
-		if allow.check(img) != nil {
+		if allow.CheckImage(img) != nil {
 			entries = append(entries, img+" (refused: not in the operator's allow-list)")
 			continue
 		}

@@ -1,21 +1,14 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/kptr-dev/kptr/fnenv"
 	"github.com/spf13/pflag"
-
-	"github.com/kptr-dev/kptr/bundle"
-	"github.com/kptr-dev/kptr/imageref"
-	"github.com/kptr-dev/kptr/pipeline"
-	"github.com/kptr-dev/kptr/runtime"
 )
 
 // The operator policy of `kptr generate`.
@@ -34,9 +27,10 @@ import (
 //     All other PARAM_* / ARGOCD_ENV_* variables, including ones that spell
 //     kptr flags or KPTR_* names, are ignored.
 //
-// The policy is enforced at the two seams the pipeline cannot bypass: the
-// Resolver (no image outside the allow-list is ever resolved or pulled) and
-// the Runner (no exec function, no network, no host mounts unless allowed).
+// The function chain enforces it (fnenv.Policy) at the two seams the
+// pipeline cannot bypass: resolving (no image outside the allow-list is ever
+// resolved or pulled) and running (no exec function, no network, no host
+// mounts unless allowed).
 
 // defaultAllowedImages is the allow-list when the operator sets none: the kpt
 // function catalog at its current and its former home.
@@ -103,7 +97,7 @@ func envInt64(v string, def int64) int64 {
 // every render with the same clear message.
 func (p *policy) validate() error {
 	for _, pat := range p.AllowedImages {
-		if _, err := compileImagePattern(pat); err != nil {
+		if _, err := fnenv.CompileImagePattern(pat); err != nil {
 			return fmt.Errorf("KPTR_ALLOWED_IMAGES: %w", err)
 		}
 	}
@@ -169,148 +163,3 @@ var domainRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a
 
 // validDomain reports whether d can prefix an annotation key (a DNS subdomain).
 func validDomain(d string) bool { return len(d) <= 253 && domainRE.MatchString(d) }
-
-// compileImagePattern turns an allow-list glob into a regexp: '*' matches
-// within one path segment, '**' across segments, '?' one character; anything
-// else is literal. The pattern must match the whole string.
-func compileImagePattern(pat string) (*regexp.Regexp, error) {
-	if strings.TrimSpace(pat) == "" {
-		return nil, errors.New("empty image pattern")
-	}
-	var b strings.Builder
-	b.WriteString("^")
-	for i := 0; i < len(pat); i++ {
-		switch c := pat[i]; c {
-		case '*':
-			if i+1 < len(pat) && pat[i+1] == '*' {
-				b.WriteString(".*")
-				i++
-			} else {
-				b.WriteString("[^/]*")
-			}
-		case '?':
-			b.WriteString("[^/]")
-		default:
-			b.WriteString(regexp.QuoteMeta(string(c)))
-		}
-	}
-	b.WriteString("$")
-	return regexp.Compile(b.String())
-}
-
-// imageAllowed reports whether ref matches one of patterns. A pattern matches
-// the reference as written (repository plus :tag or @digest) or its repository
-// alone, so "ghcr.io/org/fn" allows every tag of that one repository and
-// "ghcr.io/org/fn:v1" only that tag.
-func imageAllowed(ref string, patterns []string) (bool, error) {
-	if _, err := name.ParseReference(ref); err != nil {
-		return false, fmt.Errorf("image %q: %v", ref, err)
-	}
-	repo := imageref.Repository(ref)
-	for _, pat := range patterns {
-		re, err := compileImagePattern(pat)
-		if err != nil {
-			return false, err
-		}
-		if re.MatchString(ref) || re.MatchString(repo) {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
-// policyError is a refusal by the operator policy: an input error (exit 2),
-// because no retry will change it.
-type policyError struct{ msg string }
-
-func (e *policyError) Error() string { return e.msg }
-func (e *policyError) ExitCode() int { return exitUsage }
-
-// allowListResolver refuses, before anything is pulled, every image that the
-// operator's allow-list does not name. It wraps the cache, so the check sees
-// the final image name the pipeline resolved (prefix and tag rules applied).
-type allowListResolver struct {
-	next     pipeline.Resolver
-	patterns []string
-}
-
-func (r *allowListResolver) Resolve(ctx context.Context, ref string) (bundle.Bundle, error) {
-	if err := r.check(ref); err != nil {
-		return bundle.Bundle{}, err
-	}
-	return r.next.Resolve(ctx, ref)
-}
-
-// ResolveConstraint lists a repository's tags (Kptfile `tag:` constraints)
-// only if the allow-list could allow some tag of it, and checks the result.
-func (r *allowListResolver) ResolveConstraint(ctx context.Context, repo, constraint string) (string, error) {
-	if err := r.checkRepo(repo); err != nil {
-		return "", err
-	}
-	cr, ok := r.next.(pipeline.ConstraintResolver)
-	if !ok {
-		return "", errors.New("the image cache cannot resolve tag constraints")
-	}
-	ref, err := cr.ResolveConstraint(ctx, repo, constraint)
-	if err != nil {
-		return "", err
-	}
-	if err := r.check(ref); err != nil {
-		return "", err
-	}
-	return ref, nil
-}
-
-// checkRepo allows repo if some pattern, its tag part ignored, matches it.
-func (r *allowListResolver) checkRepo(repo string) error {
-	pats := make([]string, len(r.patterns))
-	for i, p := range r.patterns {
-		pats[i] = imageref.Repository(p)
-	}
-	if ok, _ := imageAllowed(repo, pats); ok {
-		return nil
-	}
-	return &policyError{fmt.Sprintf("image repository %q is not allowed by the operator's policy (KPTR_ALLOWED_IMAGES: %s)", repo, strings.Join(r.patterns, ", "))}
-}
-
-func (r *allowListResolver) check(ref string) error {
-	ok, err := imageAllowed(ref, r.patterns)
-	if err != nil {
-		return &policyError{err.Error()}
-	}
-	if !ok {
-		return &policyError{fmt.Sprintf("image %q is not allowed by the operator's policy (KPTR_ALLOWED_IMAGES: %s)", ref, strings.Join(r.patterns, ", "))}
-	}
-	return nil
-}
-
-// policyRunner refuses runs the policy forbids, whatever the pipeline asks
-// for: exec functions (a bundle without a rootfs runs a host binary), the host
-// network, and host mounts.
-type policyRunner struct {
-	next         runtime.Runner
-	allowExec    bool
-	allowNetwork bool
-}
-
-func (r *policyRunner) Run(ctx context.Context, b bundle.Bundle, inv runtime.Invocation) (runtime.Result, error) {
-	if err := r.check(b, inv); err != nil {
-		return runtime.Result{}, err
-	}
-	return r.next.Run(ctx, b, inv)
-}
-
-// check is the policy itself, shared by Run and Prepare (a sandbox the
-// policy forbids is never even prepared).
-func (r *policyRunner) check(b bundle.Bundle, inv runtime.Invocation) error {
-	if b.Rootfs == "" && !r.allowExec {
-		return &policyError{fmt.Sprintf("exec function %q is not allowed by the operator's policy (KPTR_ALLOW_EXEC)", b.Ref)}
-	}
-	if inv.Network && !r.allowNetwork {
-		return &policyError{fmt.Sprintf("function %q: network access is not allowed by the operator's policy (KPTR_ALLOW_NETWORK)", b.Ref)}
-	}
-	if len(inv.Mounts) > 0 {
-		return &policyError{fmt.Sprintf("function %q: host mounts are not allowed in generate", b.Ref)}
-	}
-	return nil
-}

@@ -2,15 +2,12 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/kptr-dev/kptr/bundle"
+	"github.com/kptr-dev/kptr/fnenv"
 	"github.com/kptr-dev/kptr/imageref"
-	"github.com/kptr-dev/kptr/runtime"
 )
 
 func envMap(m map[string]string) func(string) string {
@@ -30,39 +27,6 @@ func operatorPolicy(t *testing.T, env map[string]string, args ...string) (*polic
 		t.Fatalf("validate: %v", err)
 	}
 	return &p, g
-}
-
-func TestImageAllowed(t *testing.T) {
-	patterns := []string{"ghcr.io/kptdev/krm-functions-catalog/*", "registry.local:5000/team/**", "example.com/one/fn:v1.*", "example.com/exact"}
-	for _, tc := range []struct {
-		ref  string
-		want bool
-	}{
-		{"ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.2.0", true},
-		{"ghcr.io/kptdev/krm-functions-catalog/set-labels", true},
-		{"ghcr.io/kptdev/krm-functions-catalog/set-labels@sha256:" + strings.Repeat("a", 64), true},
-		{"ghcr.io/kptdev/krm-functions-catalog/nested/evil:v1", false}, // '*' stops at '/'
-		{"ghcr.io/kptdev/krm-functions-catalog-evil/x:v1", false},
-		{"evil.io/ghcr.io/kptdev/krm-functions-catalog/x:v1", false},
-		{"registry.local:5000/team/a/b/c:v1", true}, // '**' crosses '/'
-		{"registry.local:5000/other/a:v1", false},
-		{"example.com/one/fn:v1.2", true},
-		{"example.com/one/fn:v2.0", false},
-		{"example.com/exact:any-tag", true},
-		{"example.com/exactly:v1", false},
-		{"gcr.io/kpt-fn/set-labels:v0.1.5", false},
-	} {
-		got, err := imageAllowed(tc.ref, patterns)
-		if err != nil {
-			t.Errorf("imageAllowed(%q): %v", tc.ref, err)
-		}
-		if got != tc.want {
-			t.Errorf("imageAllowed(%q) = %v, want %v", tc.ref, got, tc.want)
-		}
-	}
-	if _, err := imageAllowed("UPPER/case:bad", patterns); err == nil {
-		t.Error("an unparsable reference must be an error, not a match")
-	}
 }
 
 func TestPolicyDefaultsAreClosed(t *testing.T) {
@@ -190,8 +154,7 @@ func TestAppParametersCannotWidenPolicy(t *testing.T) {
 	}
 
 	// An image outside the allow-list stays refused, whatever the parameters.
-	res := &allowListResolver{next: resolverFunc(func(string) {}), patterns: p.AllowedImages}
-	if _, err := res.Resolve(context.Background(), "evil.example.com/fn:v1"); err == nil {
+	if err := (&fnenv.Policy{AllowedImages: p.AllowedImages}).CheckImage("evil.example.com/fn:v1"); err == nil {
 		t.Fatal("image outside the allow-list was resolved")
 	}
 }
@@ -219,97 +182,5 @@ func TestAppParameterAnnotationDomain(t *testing.T) {
 	p, g = operatorPolicy(t, map[string]string{"PARAM_ANNOTATION_DOMAIN": "bad domain/x"})
 	if err := p.applyAppParameters(g.getenv, &g.fnTimeout); err == nil {
 		t.Fatal("invalid domain accepted")
-	}
-}
-
-type resolverFunc func(ref string)
-
-func (f resolverFunc) Resolve(_ context.Context, ref string) (bundle.Bundle, error) {
-	f(ref)
-	return bundle.Bundle{Ref: ref, Rootfs: "/rootfs"}, nil
-}
-
-func TestAllowListResolverChecksBeforeResolving(t *testing.T) {
-	var resolved []string
-	res := &allowListResolver{next: resolverFunc(func(r string) { resolved = append(resolved, r) }), patterns: []string{"ghcr.io/kptdev/krm-functions-catalog/*", "gcr.io/kpt-fn/*"}}
-	if _, err := res.Resolve(context.Background(), "ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.2.0"); err != nil {
-		t.Fatal(err)
-	}
-	_, err := res.Resolve(context.Background(), "docker.io/evil/fn:latest")
-	if err == nil {
-		t.Fatal("refused image was resolved")
-	}
-	msg := err.Error()
-	for _, want := range []string{`"docker.io/evil/fn:latest"`, "ghcr.io/kptdev/krm-functions-catalog/*", "gcr.io/kpt-fn/*", "not allowed"} {
-		if !strings.Contains(msg, want) {
-			t.Errorf("rejection %q does not name %q", msg, want)
-		}
-	}
-	if exitCodeOf(err) != exitUsage {
-		t.Errorf("exit code %d", exitCodeOf(err))
-	}
-	if len(resolved) != 1 {
-		t.Fatalf("the cache saw %v; the refused image must never reach it", resolved)
-	}
-}
-
-type recordingRunner struct{ runs int }
-
-func (r *recordingRunner) Run(context.Context, bundle.Bundle, runtime.Invocation) (runtime.Result, error) {
-	r.runs++
-	return runtime.Result{}, nil
-}
-
-func TestPolicyRunner(t *testing.T) {
-	ctx := context.Background()
-	img := bundle.Bundle{Ref: "ghcr.io/x/y:v1", Rootfs: "/rootfs"}
-	exe := bundle.Bundle{Ref: "./my-fn"}
-	next := &recordingRunner{}
-	closed := &policyRunner{next: next}
-	var pe *policyError
-	if _, err := closed.Run(ctx, exe, runtime.Invocation{}); !errors.As(err, &pe) || !strings.Contains(err.Error(), "KPTR_ALLOW_EXEC") {
-		t.Errorf("exec under closed policy: %v", err)
-	}
-	if _, err := closed.Run(ctx, img, runtime.Invocation{Network: true}); !errors.As(err, &pe) || !strings.Contains(err.Error(), "KPTR_ALLOW_NETWORK") {
-		t.Errorf("network under closed policy: %v", err)
-	}
-	if _, err := closed.Run(ctx, img, runtime.Invocation{Mounts: []runtime.Mount{{Source: "/", Target: "/host"}}}); err == nil {
-		t.Error("host mount allowed")
-	}
-	if next.runs != 0 {
-		t.Fatalf("refused runs reached the runner: %d", next.runs)
-	}
-	if _, err := closed.Run(ctx, img, runtime.Invocation{}); err != nil || next.runs != 1 {
-		t.Fatalf("plain image run: %v", err)
-	}
-	open := &policyRunner{next: next, allowExec: true, allowNetwork: true}
-	if _, err := open.Run(ctx, exe, runtime.Invocation{Network: true}); err != nil || next.runs != 2 {
-		t.Fatalf("allowed exec+network: %v", err)
-	}
-}
-
-type recordingPreparer struct {
-	recordingRunner
-	prepared int
-}
-
-func (r *recordingPreparer) Prepare(context.Context, bundle.Bundle, runtime.Invocation) { r.prepared++ }
-
-// A sandbox the policy forbids is never even prepared; an allowed one is.
-func TestPolicyRunnerPreparesOnlyWhatRunAllows(t *testing.T) {
-	ctx := context.Background()
-	img := bundle.Bundle{Ref: "ghcr.io/x/y:v1", Rootfs: "/rootfs"}
-	next := &recordingPreparer{}
-	closed := &policyRunner{next: next}
-	closed.Prepare(ctx, bundle.Bundle{Ref: "./my-fn"}, runtime.Invocation{})
-	closed.Prepare(ctx, img, runtime.Invocation{Network: true})
-	closed.Prepare(ctx, img, runtime.Invocation{Mounts: []runtime.Mount{{Source: "/", Target: "/host"}}})
-	if next.prepared != 0 {
-		t.Fatalf("forbidden sandboxes prepared: %d", next.prepared)
-	}
-	closed.Prepare(ctx, img, runtime.Invocation{})
-	(&policyRunner{next: next, allowNetwork: true}).Prepare(ctx, img, runtime.Invocation{Network: true})
-	if next.prepared != 2 {
-		t.Fatalf("allowed sandboxes prepared %d times, want 2", next.prepared)
 	}
 }

@@ -3,22 +3,18 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	goruntime "runtime"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/spf13/cobra"
 
-	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/fnenv"
 	"github.com/kptr-dev/kptr/imageref"
 	"github.com/kptr-dev/kptr/pipeline"
-	"github.com/kptr-dev/kptr/runtime"
 )
 
 // `kptr prewarm` fills the image cache ahead of time, so that the first
@@ -59,9 +55,11 @@ or a tar stream for kptr cache import on an air-gapped machine.`,
 		}
 
 		// wasm images resolve as fn render --allow-alpha-wasm resolves them
-		g.allowWasm = allowWasm
+		cfg := g.fnConfig(false, allowWasm, nil)
 		// Plain progress lines at info level: for prewarm the progress is the output.
-		c, err := g.openCacheWith(slog.LevelInfo)
+		cfg.OpenCache = func(extra ...cache.Option) (*cache.Cache, error) { return g.openCacheWith(slog.LevelInfo, extra...) }
+		env := fnenv.New(cfg)
+		c, err := env.Cache()
 		if err != nil {
 			return err
 		}
@@ -78,7 +76,7 @@ or a tar stream for kptr cache import on an air-gapped machine.`,
 			}
 		}
 
-		bundles, err := pullAll(ctx, c, refs, jobs)
+		bundles, err := env.PullAll(ctx, refs, jobs)
 		for i, ref := range refs {
 			if bundles[i].Digest.Hex != "" {
 				fmt.Fprintf(g.stderr, "%s %s\n", ref, bundles[i].Digest)
@@ -89,7 +87,7 @@ or a tar stream for kptr cache import on an air-gapped machine.`,
 		}
 		// wasm modules are compiled into the cache directory's wasm/ now,
 		// so that no render pays for their compilation
-		if err := g.compileWasm(ctx, refs, bundles); err != nil {
+		if err := env.Compile(ctx, refs, bundles); err != nil {
 			return err
 		}
 		if export != "" {
@@ -111,44 +109,6 @@ or a tar stream for kptr cache import on an air-gapped machine.`,
 	fs.IntVar(&jobs, "jobs", 4, "images pulled in parallel")
 	fs.BoolVar(&allowWasm, "allow-alpha-wasm", envBool(g.getenv("KPTR_ALLOW_WASM")), "pull wasm function images as fn render --allow-alpha-wasm runs them: an index's js/wasm or wasip1/wasm entry (KPTR_ALLOW_WASM)")
 	return c
-}
-
-// compileWasm compiles the modules of the wasm bundles among bundles (refs
-// name them) into the cache directory's wasm/, as a render's run would
-// find them: one compilation per core at a time, since each module compiles
-// on one (wazero's compiler); a module already compiled is only checked.
-// Every module is tried; the error names each that failed.
-func (g *globals) compileWasm(ctx context.Context, refs []string, bundles []bundle.Bundle) error {
-	cp, ok := g.wasmRunner().(runtime.Compiler)
-	if !ok {
-		// the tier did not open: its error, once, for the first module
-		for i, b := range bundles {
-			if b.Wasm != "" {
-				_, err := g.wasmRunner().Run(ctx, b, runtime.Invocation{})
-				return fmt.Errorf("%s: %w", refs[i], err)
-			}
-		}
-		return nil
-	}
-	errs := make([]error, len(bundles))
-	sem := make(chan struct{}, goruntime.NumCPU())
-	var wg sync.WaitGroup
-	for i, b := range bundles {
-		if b.Wasm == "" {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			if err := cp.Precompile(ctx, b); err != nil {
-				errs[i] = fmt.Errorf("%s: %w", refs[i], err)
-			}
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
 }
 
 // prewarmRefs collects the images of every Kptfile under dirs (as render
@@ -206,37 +166,4 @@ func readImagesFile(p string) ([]string, error) {
 		}
 	}
 	return out, sc.Err()
-}
-
-// pullAll resolves refs (pull, verify, unpack) with at most jobs in flight.
-// Every failure is reported; the first one's exit code wins.
-func pullAll(ctx context.Context, c *cache.Cache, refs []string, jobs int) ([]bundle.Bundle, error) {
-	bundles := make([]bundle.Bundle, len(refs))
-	errs := make([]error, len(refs))
-	sem := make(chan struct{}, jobs)
-	var wg sync.WaitGroup
-	for i, ref := range refs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			bundles[i], errs[i] = c.Resolve(ctx, ref)
-		}()
-	}
-	wg.Wait()
-	var failed []error
-	for i, err := range errs {
-		if err != nil {
-			if !strings.Contains(err.Error(), refs[i]) {
-				err = fmt.Errorf("%s: %w", refs[i], err)
-			}
-			failed = append(failed, err)
-		}
-	}
-	if len(failed) == 0 {
-		return bundles, nil
-	}
-	code := exitCodeOf(failed[0])
-	return bundles, withCode(code, fmt.Errorf("%d of %d image(s) failed: %w", len(failed), len(refs), errors.Join(failed...)))
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kptr-dev/kptr/fnenv"
 	"github.com/kptr-dev/kptr/runtime"
 	"github.com/kptr-dev/kptr/runtime/landlock"
 	"github.com/kptr-dev/kptr/runtime/namespace"
@@ -26,6 +27,17 @@ func TestDoctor(t *testing.T) {
 			t.Errorf("doctor output lacks %q:\n%s", want, out.String())
 		}
 	}
+}
+
+// newRunner opens the sandbox the global flags describe, as a command's
+// function chain does, printing auto's fallback line.
+func (g *globals) newRunner() (runtime.Runner, error) {
+	r, notice, closeSandbox, err := fnenv.OpenSandbox(g.fnConfig(false, false, nil).SandboxConfig())
+	if closeSandbox != nil {
+		g.onExit(closeSandbox)
+	}
+	fmt.Fprint(g.stderr, notice)
+	return r, err
 }
 
 func TestNewRunnerModes(t *testing.T) {

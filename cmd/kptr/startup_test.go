@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os/exec"
 	"strings"
 	"testing"
 )
@@ -12,20 +11,13 @@ import (
 // (GODEBUG=inittrace=1: regexps compiled at init) and kptr does not need
 // them; a new import that brings them back must be a deliberate choice.
 func TestStartupImports(t *testing.T) {
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go toolchain:", err)
-	}
-	out, err := exec.Command(gobin, "list", "-deps", ".").Output()
-	if err != nil {
-		t.Skip("go list:", err)
-	}
+	out := goList(t, "-deps", ".")
 	for _, banned := range []string{
 		"sigs.k8s.io/kustomize/kyaml/fn/framework",  // use pipeline/kptfile/v1.Result
 		"k8s.io/kube-openapi/pkg/validation/strfmt", // 2.6 ms at init, through fn/framework
 		"k8s.io/kube-openapi/pkg/internal/third_party/govalidator",
 	} {
-		for _, dep := range strings.Fields(string(out)) {
+		for _, dep := range strings.Fields(out) {
 			if dep == banned {
 				t.Errorf("kptr links %s: its package init runs at every kptr start and every sandbox start", banned)
 			}

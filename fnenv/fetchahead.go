@@ -1,4 +1,4 @@
-package main
+package fnenv
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 )
 
 // Fetching a render's images ahead (pipeline.Fetcher). fn render asks, once
-// the root Kptfile is read, for every image of its pipeline; lazyEnv starts
-// pulling them at once, at most fetchAheadJobs at a time, through the same
+// the root Kptfile is read, for every image of its pipeline; the chain starts
+// pulling them at once, at most FetchAheadJobs at a time, through the same
 // cache and settings as a function's turn (mirrors, pull policy, offline,
 // signature policy, progress display), so a cold cache downloads the
 // pipeline's images together and while the first functions run, instead of
@@ -22,12 +22,12 @@ import (
 // leaves out) is what the turn waited for the pull: 0, and no line, when
 // the image came down while earlier functions ran. Only the first turn of an
 // image takes its fetch; a later one resolves from the cache as it did.
-// generate's resolvers do not pass this on (its pulls are background
-// fetches of their own, fetch.go).
+// Only with Config.FetchAhead: generate's pulls are background fetches of
+// their own (background.go).
 
-// fetchAheadJobs is how many images are fetched ahead at once (kptr
+// FetchAheadJobs is how many images are fetched ahead at once (kptr
 // prewarm's default --jobs).
-const fetchAheadJobs = 4
+const FetchAheadJobs = 4
 
 // aheadFetch is one image fetched ahead: done is closed once b and err are set.
 type aheadFetch struct {
@@ -38,8 +38,8 @@ type aheadFetch struct {
 	err  error
 }
 
-// fetchAhead is lazyEnv's state of the fetches ahead. They start in the
-// order they were asked for (the pipeline's), fetchAheadJobs at a time, so
+// fetchAhead is the chain's state of the fetches ahead. They start in the
+// order they were asked for (the pipeline's), FetchAheadJobs at a time, so
 // the first function's image is never queued behind a later one's; a fetch
 // whose render has ended by its turn in the queue is not started (issue
 // 30: a render that stopped at its first function went on pulling the
@@ -57,9 +57,14 @@ type fetchAhead struct {
 // returns at once: the cache and the sandbox open (init) in the background
 // too, as for a preparation ahead, so a warm render's start does not wait
 // for them here. When they cannot be opened nothing is pulled: the turn's
-// initTurn reports that, as without a fetch ahead.
-func (l *lazyEnv) Fetch(ctx context.Context, ref string) {
-	fa := &l.ahead
+// initTurn reports that, as without a fetch ahead. Without
+// Config.FetchAhead, and for an image the allow-list refuses, it does
+// nothing: the turn resolves (and refuses) it.
+func (e *Env) Fetch(ctx context.Context, ref string) {
+	if !e.cfg.FetchAhead || e.cfg.Policy.CheckImage(ref) != nil {
+		return
+	}
+	fa := &e.ahead
 	fa.mu.Lock()
 	defer fa.mu.Unlock()
 	if fa.asked[ref] {
@@ -71,15 +76,15 @@ func (l *lazyEnv) Fetch(ctx context.Context, ref string) {
 	f := &aheadFetch{ref: ref, ctx: ctx, done: make(chan struct{})}
 	fa.asked[ref], fa.fetches[ref] = true, f
 	fa.queue = append(fa.queue, f)
-	if fa.workers < fetchAheadJobs {
+	if fa.workers < FetchAheadJobs {
 		fa.workers++
-		go l.fetchWorker()
+		go e.fetchWorker()
 	}
 }
 
 // fetchWorker fetches queued images, oldest first, until the queue is empty.
-func (l *lazyEnv) fetchWorker() {
-	fa := &l.ahead
+func (e *Env) fetchWorker() {
+	fa := &e.ahead
 	for {
 		fa.mu.Lock()
 		if len(fa.queue) == 0 {
@@ -93,23 +98,23 @@ func (l *lazyEnv) fetchWorker() {
 		fa.mu.Unlock()
 		f.err = f.ctx.Err() // the render ended before its turn: never started
 		if f.err == nil {
-			f.err = l.init()
+			f.err = e.init()
 		}
 		if f.err == nil {
-			f.b, f.err = l.c.Resolve(f.ctx, f.ref)
+			f.b, f.err = e.c.Resolve(f.ctx, f.ref)
 		}
 		close(f.done)
 	}
 }
 
-// resolve is the cache's Resolve for a function's turn: the outcome of the
+// takeAhead is the cache's Resolve for a function's turn: the outcome of the
 // image's fetch ahead when one was started (waiting for it), else a pull now.
 // A fetch cut short because its render ended (its context) is not an
 // outcome while this turn's context is live: the turn pulls itself. A turn
 // whose own context ends while it waits resolves as it would have (the
 // cache's Resolve on an ended context).
-func (l *lazyEnv) resolve(ctx context.Context, ref string) (bundle.Bundle, error) {
-	fa := &l.ahead
+func (e *Env) takeAhead(ctx context.Context, ref string) (bundle.Bundle, error) {
+	fa := &e.ahead
 	fa.mu.Lock()
 	f := fa.fetches[ref]
 	delete(fa.fetches, ref)
@@ -130,5 +135,5 @@ func (l *lazyEnv) resolve(ctx context.Context, ref string) (bundle.Bundle, error
 		case <-ctx.Done():
 		}
 	}
-	return l.c.Resolve(ctx, ref)
+	return e.c.Resolve(ctx, ref)
 }

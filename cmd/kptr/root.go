@@ -1,0 +1,95 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+)
+
+// kptr's command tree. Each command is a cobra.Command with its own flags,
+// a short description, a paragraph and examples; the shared settings
+// (globals.go) are added to each command for the scopes it uses, so --help
+// lists only those that apply. Errors are returned, never printed here: run
+// (main.go) prints them once, prefixed with the command's path.
+
+// kptrRoot builds kptr's command tree around g.
+func (g *globals) kptrRoot() *cobra.Command {
+	var showVersion bool
+	root := &cobra.Command{
+		Use:   "kptr",
+		Short: "Render kpt packages with the exact function images their Kptfiles name",
+		Long: `kptr renders kpt packages by running the exact KRM function images named in
+their Kptfiles, in a rootless sandbox, without a container daemon: inside an
+Argo CD repo-server sidecar, in CI, on a laptop. Invoked as "kpt" (a symlink),
+it takes kpt's command line for kpt fn render, eval, source and sink.
+
+Exit codes: 0 ok, 1 a function or validation failed, 2 usage or input error,
+3 environment (sandbox, registry, cache), 4 an image refused by the signature
+policy (--signature-policy), 130 and 143 interrupted (SIGINT, SIGTERM).`,
+		Example: `  # render the package in the current directory in place
+  kptr fn render
+
+  # check that functions can run here, and how to fix it if not
+  kptr doctor
+
+  # shell completion
+  source <(kptr completion bash)`,
+		Args: unknownCommand,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if showVersion {
+				return g.printVersion()
+			}
+			// A command line that names no command did nothing the user
+			// wanted: the help on stderr and a usage error.
+			return helpAsUsageError(c)
+		},
+	}
+	root.Flags().BoolVar(&showVersion, "version", false, "print kptr's version (as kptr version does)")
+	root.SetFlagErrorFunc(g.flagError)
+	root.SetUsageFunc(usage)
+	root.SetHelpCommand(&cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Long:  "Print the description, flags and examples of any command (as COMMAND --help).",
+		RunE: func(c *cobra.Command, args []string) error {
+			target, rest, err := c.Root().Find(args)
+			if err != nil {
+				return err
+			}
+			if len(rest) > 0 {
+				return unknownCommand(target, rest)
+			}
+			return target.Help()
+		},
+	})
+	root.SilenceErrors, root.SilenceUsage = true, true
+	root.AddCommand(
+		g.fnCmd(),
+		g.renderCmd("render", "Render a package (short for kptr fn render)"),
+		g.cacheCmd(),
+		g.prewarmCmd(),
+		g.generateCmd(),
+		g.parametersCmd(),
+		g.doctorCmd(),
+		g.initCmd(),
+		g.versionCmd(),
+		g.dockerCmd(),
+		g.installDockerCmd(),
+	)
+	// cobra's completion command (bash, zsh, fish, powershell), made a group
+	// like the others: an unknown shell is a usage error. (It keeps the
+	// writer it is made with.)
+	root.SetOut(g.stdout)
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			c.Example = `  # bash, this shell only (add it to ~/.bashrc to keep it)
+  source <(kptr completion bash)
+
+  # zsh, fish
+  kptr completion zsh > "${fpath[1]}/_kptr"
+  kptr completion fish > ~/.config/fish/completions/kptr.fish`
+			c.Args = unknownCommand
+			c.RunE = func(c *cobra.Command, _ []string) error { return helpAsUsageError(c) }
+		}
+	}
+	return root
+}

@@ -1,0 +1,108 @@
+package fnenv
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"runtime/debug"
+	"strconv"
+
+	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/imageref"
+	"github.com/kptr-dev/kptr/memo"
+	"github.com/kptr-dev/kptr/runtime"
+)
+
+// variant names the settings that decide how a function runs beyond its
+// image and invocation: the sandbox tier asked for and the overlay switch
+// (a read-only image can fail a function a writable one does not).
+func (e *Env) variant() string {
+	sb, _ := ParseSandbox(e.cfg.Sandbox, "--sandbox")
+	overlay := "" // on unless set off (the key of a default run is unchanged)
+	if e.cfg.NoOverlay {
+		overlay = "0"
+	}
+	return "sandbox=" + sb + ";overlay=" + overlay
+}
+
+// WholeKey starts the key of a whole render or generate (kind) of the tree
+// fsys, whose Kptfiles name images, and opens the store to look it up in:
+// kptr's build, every entry of the tree, the manifest digest each image
+// resolves to now through the cache alone, and the chain's settings every
+// render reads (image prefix, function timeout and output limits, sandbox
+// choice, signature policy); the caller adds its own. nil when it cannot
+// be memoised as a whole: pull policy Always, an unknown build, a tree
+// with a link or a special file, an image the operator's policy refuses
+// (the render fails) or that is not cached, no private store.
+func (e *Env) WholeKey(ctx context.Context, kind string, fsys fs.FS, images []string) (*memo.KeyBuilder, *memo.Store) {
+	if pp, err := cache.ParsePullPolicy(e.cfg.PullPolicy); err != nil || pp == cache.PullAlways {
+		return nil, nil
+	}
+	id := BuildID()
+	if id == "" {
+		return nil, nil
+	}
+	k := memo.NewKey(kind)
+	k.Str("kptr", id)
+	if !k.Tree(fsys) {
+		return nil, nil
+	}
+	// a view of its own, opened now: the images a render pulled since the
+	// last look are there
+	c, err := e.openCache(cache.WithOffline(true), cache.WithProgress(nil))
+	if err != nil {
+		return nil, nil
+	}
+	defer c.Close()
+	for _, ref := range images {
+		if e.cfg.Policy.CheckImage(ref) != nil {
+			return nil, nil // the render fails; nothing to replay
+		}
+		b, err := c.Resolve(ctx, ref)
+		if err != nil {
+			return nil, nil
+		}
+		k.Str("image", ref+"@"+b.Digest.String())
+	}
+	prefix := e.cfg.ImagePrefix
+	if prefix == imageref.NoPrefix {
+		prefix = "" // as --image-prefix spells it
+	}
+	maxOut := ""
+	if e.cfg.MaxOutput != 0 {
+		maxOut = strconv.FormatInt(e.cfg.MaxOutput, 10)
+	}
+	k.Str("image-prefix", prefix)
+	k.Str("fn-timeout", e.cfg.FnTimeout.String())
+	k.Str("fn-max-output", maxOut)
+	k.Str("output-limits", fmt.Sprintf("%+v", e.cfg.Limits))
+	k.Str("result-budget", fmt.Sprintf("%+v", e.cfg.Results))
+	k.Str("package-limits", fmt.Sprintf("%+v", e.cfg.PkgLimits))
+	k.Str("variant", e.variant())
+	if e.cfg.Signature != nil {
+		// each image above was also allowed by this very policy
+		k.Str("signature-policy", e.cfg.Signature.Hash)
+	}
+	st, err := memo.OpenFor(c.Dir(), memo.Options{})
+	if err != nil {
+		e.cfg.Log.Warn("function results are not memoised", "err", err)
+		return nil, nil
+	}
+	e.cfg.OnExit(st.Close)
+	return k, st
+}
+
+// BuildID identifies this kptr build: the Go build ID of the running
+// binary (any change of its code changes it, runtime.BuildID) and its
+// module version; "" when unknown (nothing is then memoised as a whole).
+func BuildID() string {
+	id := runtime.BuildID()
+	if id == "" {
+		return ""
+	}
+	v := ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		v = bi.Main.Version + " " + bi.GoVersion
+	}
+	return id + " " + v
+}
