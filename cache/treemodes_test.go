@@ -191,16 +191,24 @@ func TestLooseTreeOfAnOlderKptr(t *testing.T) {
 	}
 
 	// verify --repair removes an older kptr's tree, and one the owner
-	// opened to others since
-	for _, spoil := range []func(){
-		func() { asOlderKptr(t, dir, d.Hex) },
-		func() { chmodFor(t, filepath.Join(img, "rootfs", "data"), 0o002) },
-	} {
+	// opened to others since, or handed an entry of to another uid
+	spoils := map[string]func(){
+		"extracted by an older kptr": func() { asOlderKptr(t, dir, d.Hex) },
+		"data has mode drwxrwxrwx":   func() { chmodFor(t, filepath.Join(img, "rootfs", "data"), 0o022) },
+	}
+	if os.Geteuid() == 0 {
+		spoils["is owned by uid 999"] = func() {
+			if err := os.Lchown(filepath.Join(img, "rootfs", "data", "conf"), 999, 999); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for says, spoil := range spoils {
 		spoil()
 		c := openTest(t, dir)
 		rep, err := c.Verify(ctx, true)
-		if err != nil || len(rep.Corrupt) != 1 || len(rep.Repaired) != 1 || !strings.Contains(rep.Repaired[0], "removed rootfs") {
-			t.Errorf("verify --repair: %+v %v", rep, err)
+		if err != nil || len(rep.Corrupt) != 1 || !strings.Contains(rep.Corrupt[0], says) || len(rep.Repaired) != 1 || !strings.Contains(rep.Repaired[0], "removed rootfs") {
+			t.Errorf("verify --repair, want %q: %+v %v", says, rep, err)
 		}
 		if _, err := os.Lstat(img); err == nil {
 			t.Error("verify --repair left the tree")

@@ -488,7 +488,7 @@ func treeHash(root string, sums map[string]string) (treeStats, error) {
 // tree, where a link's own mode means nothing.
 func looseEntry(p string, fi fs.FileInfo, euid uint32) string {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != euid && st.Uid != 0 {
-		return fmt.Sprintf("%s is owned by uid %d, not by the cache's user or root", p, st.Uid)
+		return fmt.Sprintf("%s is owned by uid %d, not by the current user (uid %d) or root", p, st.Uid, euid)
 	}
 	m := fi.Mode()
 	if m&os.ModeSymlink == 0 && (m.Perm()&0o022 != 0 || m&(os.ModeSetuid|os.ModeSetgid|os.ModeSticky) != 0) {
