@@ -18,7 +18,7 @@ import (
 // many other images carry: a 1777 /tmp and /var/tmp, a world-writable
 // directory with a world-writable file in it, a 0777 program, a setgid
 // group-writable directory, a sticky file.
-func looseModes(t *testing.T) []entry {
+func looseModes() []entry {
 	return []entry{
 		{name: "tmp", typ: tar.TypeDir, mode: 0o1777},
 		{name: "var/tmp", typ: tar.TypeDir, mode: 0o1777},
@@ -77,7 +77,7 @@ func traversableCache(t *testing.T) string {
 func TestExtractedTreeWritableByNoOtherUser(t *testing.T) {
 	reg := newTestRegistry(t)
 	ref := reg.Host + "/fn/loose:v1"
-	push(t, image(t, false, HostPlatform().Architecture, gzipLayer(t, looseModes(t)...)), ref)
+	push(t, image(t, false, HostPlatform().Architecture, gzipLayer(t, looseModes()...)), ref)
 	dir := traversableCache(t)
 	b, err := openTest(t, dir).Resolve(ctx, ref)
 	if err != nil {
@@ -150,7 +150,7 @@ func asOlderKptr(t *testing.T, dir, hex string) {
 func TestLooseTreeOfAnOlderKptr(t *testing.T) {
 	reg := newTestRegistry(t)
 	ref := reg.Host + "/fn/older:v1"
-	d := push(t, image(t, false, HostPlatform().Architecture, gzipLayer(t, looseModes(t)...)), ref)
+	d := push(t, image(t, false, HostPlatform().Architecture, gzipLayer(t, looseModes()...)), ref)
 	dir := t.TempDir()
 	// each resolve lets its hold go, for verify --repair to remove the tree
 	resolve := func(t *testing.T, opts ...Option) bundle.Bundle {
