@@ -128,7 +128,19 @@ type meta struct {
 	Bytes    int64     `json:"bytes"`
 	Tree     string    `json:"tree"`
 	Unpacked time.Time `json:"unpacked"`
+	// Format is treeFormat for a tree only its owner may write (treeMode).
+	Format int `json:"format,omitempty"`
 }
+
+// treeFormat marks a tree extracted with treeMode's modes. Trees of older
+// kptrs (no format) kept the image's own, a 1777 /tmp among them, so other
+// users may have written into them: they are extracted again from their
+// blobs (readMeta) rather than walked and repaired, which could not tell
+// what another user put there from what the image had.
+const treeFormat = 2
+
+// errLooseTree is a tree an older kptr extracted with the image's modes.
+var errLooseTree = errors.New("extracted by an older kptr that kept the image's own modes (a 1777 /tmp, world-writable directories), so other users may have written into it")
 
 func (c *Cache) metaPath(hex string) string { return c.path(rootfsDir, hex, "meta.json") }
 
@@ -153,6 +165,14 @@ func (c *Cache) readMeta(hex string) (*meta, error) {
 	var m meta
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, err
+	}
+	if m.Format < treeFormat {
+		if c.readOnly {
+			// Nobody here can extract it again: refuse it, as the rule
+			// refuses any entry others may write (owner.go).
+			return &m, untrusted("cache directory %s: %v; its owner can run kptr cache verify --repair, and the next pull extracts it again", c.path(rootfsDir, hex), errLooseTree)
+		}
+		return &m, fmt.Errorf("%s: %w", c.path(rootfsDir, hex), errLooseTree) // unpack extracts it again
 	}
 	return &m, nil
 }
@@ -641,12 +661,12 @@ func (c *Cache) unpack(ctx context.Context, ir imageRef, desc v1.Descriptor) (_ 
 	if err := ensureMountpoints(root); err != nil {
 		return nil, false, err
 	}
-	tree, files, size, err := treeHash(root, u.sums)
+	ts, err := treeHash(root, u.sums)
 	if err != nil {
 		return nil, false, err
 	}
 	m := &meta{Manifest: desc.Digest.String(), MediaType: string(mf.MediaType), Config: mf.Config.Digest.String(), Layers: layers,
-		Image: cf.Config, Files: files, Bytes: size, Tree: tree, Unpacked: time.Now().UTC()}
+		Image: cf.Config, Files: ts.files, Bytes: ts.size, Tree: ts.hash, Unpacked: time.Now().UTC(), Format: treeFormat}
 	if cf.OS != "" {
 		m.Platform = platformString(&v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant})
 	}

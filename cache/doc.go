@@ -83,8 +83,8 @@
 // verdict is trusted because only the cache's owner can have written it.
 // Extraction resolves every path inside the root (symlinks are followed as
 // if the root were "/"; one that climbs out is an error), never follows a
-// link at the leaf, creates no device nodes, drops setuid/setgid bits and
-// ownership, applies whiteouts (.wh.<name>, .wh..wh..opq; a bare .wh. is an
+// link at the leaf, creates no device nodes, drops ownership, group and
+// other write and setuid/setgid/sticky bits (treeMode), applies whiteouts (.wh.<name>, .wh..wh..opq; a bare .wh. is an
 // error) and enforces limits on total size and file count. Plain HTTP is
 // used only for loopback registries and those listed as insecure. Errors
 // name the image and the cause on one line and never carry credentials.

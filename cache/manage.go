@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"errors"
 	"regexp"
 
 	"fmt"
@@ -78,8 +79,8 @@ func (c *Cache) images() (map[string]*imageInfo, error) {
 			continue
 		}
 		ii := get(h)
-		m, err := c.readMeta(h.Hex)
-		if err != nil {
+		m, _ := c.readMeta(h.Hex) // a loose tree (errLooseTree) still takes its space
+		if m == nil {
 			continue
 		}
 		ii.Unpacked, ii.Platform, ii.rootfs = true, m.Platform, m.Bytes
@@ -427,12 +428,18 @@ func (c *Cache) Verify(ctx context.Context, repair bool) (VerifyReport, error) {
 		rep.Rootfs++
 		hex := e.Name()
 		var why string
-		if m, err := c.readMeta(hex); err != nil {
-			why = "no readable marker: " + err.Error()
-		} else if tree, _, _, err := treeHash(c.path(rootfsDir, hex, "rootfs"), nil); err != nil {
+		if m, err := c.readMeta(hex); errors.Is(err, errLooseTree) {
+			why = errLooseTree.Error() + "; --repair removes it, the next run extracts it again"
+		} else if isUntrusted(err) {
 			why = err.Error()
-		} else if tree != m.Tree {
-			why = "content differs from its marker (" + tree + ", marker " + m.Tree + ")"
+		} else if err != nil {
+			why = "no readable marker: " + err.Error()
+		} else if ts, err := treeHash(c.path(rootfsDir, hex, "rootfs"), nil); err != nil {
+			why = err.Error()
+		} else if ts.loose != "" {
+			why = ts.loose
+		} else if ts.hash != m.Tree {
+			why = "content differs from its marker (" + ts.hash + ", marker " + m.Tree + ")"
 		} else {
 			continue
 		}

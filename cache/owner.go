@@ -39,11 +39,15 @@ import (
 // rule is no verdict: the policy decides again), and a wasm module's
 // compiled code before wazero loads it (CheckTree). Checking top-down is
 // what makes the checks hold after they are made: a directory nobody else
-// can write cannot have its entries swapped by anybody else. Not checked:
-// the files of an extracted image beneath rootfs/<hex>/rootfs (the image's
-// own tree, hashed into meta.json when it was extracted, kptr verify checks
-// it) and the time of rootfs/<hex>/last-run (an empty file only prune reads
-// the time of, created so that every user of a shared cache can mark it).
+// can write cannot have its entries swapped by anybody else. Not checked
+// where read: the time of rootfs/<hex>/last-run (an empty file only prune
+// reads the time of, created so that every user of a shared cache can mark
+// it), and the files of an extracted image beneath rootfs/<hex>/rootfs (the
+// image's own tree, too large to walk at every run). Extraction gives those
+// modes only their owner can write through (treeMode) and meta.json's
+// format says so, so checking meta.json covers them; a tree of an older
+// kptr, which kept the image's modes, is extracted again (readMeta), and
+// kptr cache verify walks every tree (treeHash).
 //
 // A cache owned by root and read by another user (an image's pre-warmed
 // cache, read by uid 999 on a read-only volume) passes: only root, whom

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
@@ -239,11 +240,7 @@ func (u *unpacker) entry(tr *tar.Reader, hdr *tar.Header) error {
 	if strings.HasPrefix(base, ".wh.") {
 		return u.whiteout(parent, base, hdr.Name)
 	}
-	mode := os.FileMode(hdr.Mode).Perm()
-	if hdr.Mode&0o1000 != 0 {
-		mode |= os.ModeSticky
-	}
-	// setuid and setgid (0o4000, 0o2000) are dropped by construction.
+	mode := treeMode(hdr.Mode)
 
 	switch hdr.Typeflag {
 	case tar.TypeDir:
@@ -315,6 +312,17 @@ func (u *unpacker) entry(tr *tar.Reader, hdr *tar.Header) error {
 	return nil
 }
 
+// treeMode is the mode an entry of an extracted tree gets: the image's
+// permission bits without group and other write, and without setuid,
+// setgid and sticky. The tree is shared by every user of the cache and
+// never written by a run (the tiers give functions their own /tmp), so a
+// bit that lets another user write into it would let them change what the
+// cache's owner runs next (a planted file in the image's 1777 /tmp, a
+// rewritten program in a 0777 directory); the special bits mean nothing
+// in a tree nobody but its owner writes and whose files run without
+// privilege.
+func treeMode(m int64) os.FileMode { return os.FileMode(m).Perm() &^ 0o022 }
+
 func (u *unpacker) writeFile(p string, r io.Reader, mode os.FileMode) error {
 	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
@@ -383,11 +391,7 @@ func (u *unpacker) finish() error {
 		if err != nil {
 			continue // replaced by a file or symlink, or removed by a later layer
 		}
-		m := uint32(u.dirModes[d].Perm())
-		if u.dirModes[d]&os.ModeSticky != 0 {
-			m |= unix.S_ISVTX
-		}
-		err = unix.Fchmod(fd, m)
+		err = unix.Fchmod(fd, uint32(u.dirModes[d].Perm()))
 		unix.Close(fd)
 		if err != nil {
 			return err
@@ -398,11 +402,12 @@ func (u *unpacker) finish() error {
 
 // mountpoints are created in every rootfs that lacks them (as Docker has
 // them in every container), so a runtime never needs to create one inside
-// the shared, read-only rootfs.
+// the shared, read-only rootfs. /tmp is 0755 like the image's own (see
+// treeMode): every tier mounts or makes a run's own writable /tmp.
 var mountpoints = []struct {
 	name string
 	mode os.FileMode
-}{{"proc", 0o555}, {"dev", 0o755}, {"sys", 0o555}, {"tmp", 0o1777}}
+}{{"proc", 0o555}, {"dev", 0o755}, {"sys", 0o555}, {"tmp", 0o755}}
 
 func ensureMountpoints(root string) error {
 	for _, m := range mountpoints {
@@ -413,23 +418,32 @@ func ensureMountpoints(root string) error {
 		if err := os.Mkdir(p, 0o755); err != nil {
 			return err
 		}
-		mode := m.mode.Perm()
-		if m.mode&0o1000 != 0 {
-			mode |= os.ModeSticky
-		}
-		if err := os.Chmod(p, mode); err != nil {
+		if err := os.Chmod(p, m.mode); err != nil { // past the umask
 			return err
 		}
 	}
 	return nil
 }
 
+// treeStats is what treeHash found in a tree.
+type treeStats struct {
+	hash  string // over every entry's path, type, mode, size and content
+	files int
+	size  int64
+	// loose names the first entry another user could have written (its
+	// owner neither the current user nor root, or group or other write, or
+	// a setuid, setgid or sticky bit treeMode never leaves): "" for none.
+	loose string
+}
+
 // treeHash is the rootfs marker: a digest over every entry's path, type, mode,
 // size and content (or link target), in lexical order. sums supplies content
 // hashes computed during extraction; without it, files are read.
-func treeHash(root string, sums map[string]string) (hashOut string, files int, size int64, err error) {
+func treeHash(root string, sums map[string]string) (treeStats, error) {
+	var ts treeStats
 	h := sha256.New()
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	euid := uint32(os.Geteuid())
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -438,7 +452,10 @@ func treeHash(root string, sums map[string]string) (hashOut string, files int, s
 		if err != nil {
 			return err
 		}
-		files++
+		ts.files++
+		if ts.loose == "" {
+			ts.loose = looseEntry(p, fi, euid)
+		}
 		switch {
 		case fi.Mode()&os.ModeSymlink != 0:
 			t, err := os.Readlink(p)
@@ -455,14 +472,29 @@ func treeHash(root string, sums map[string]string) (hashOut string, files int, s
 					return err
 				}
 			}
-			size += fi.Size()
+			ts.size += fi.Size()
 			fmt.Fprintf(h, "%s\x00f\x00%o\x00%d\x00%s\n", rel, fi.Mode().Perm(), fi.Size(), s)
 		default:
 			fmt.Fprintf(h, "%s\x00?\x00%o\n", rel, fi.Mode())
 		}
 		return nil
 	})
-	return "sha256:" + hex.EncodeToString(h.Sum(nil)), files, size, err
+	ts.hash = "sha256:" + hex.EncodeToString(h.Sum(nil))
+	return ts, err
+}
+
+// looseEntry says why another user could have written the tree's entry p
+// ("" when none could): the cache's rule (owner.go) for the entries of a
+// tree, where a link's own mode means nothing.
+func looseEntry(p string, fi fs.FileInfo, euid uint32) string {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != euid && st.Uid != 0 {
+		return fmt.Sprintf("%s is owned by uid %d, not by the current user (uid %d) or root", p, st.Uid, euid)
+	}
+	m := fi.Mode()
+	if m&os.ModeSymlink == 0 && (m.Perm()&0o022 != 0 || m&(os.ModeSetuid|os.ModeSetgid|os.ModeSticky) != 0) {
+		return fmt.Sprintf("%s has mode %s: group or others may write it, or it has a bit kptr never extracts", p, m)
+	}
+	return ""
 }
 
 var _ hash.Hash = sha256.New()

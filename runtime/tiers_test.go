@@ -14,6 +14,7 @@ import (
 
 	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/runtime"
+	"github.com/kptr-dev/kptr/runtime/landlock"
 	"github.com/kptr-dev/kptr/runtime/wasm"
 	"github.com/kptr-dev/kptr/test/fnimage"
 )
@@ -164,6 +165,43 @@ func TestTiersNoWritesOutsideTheRun(t *testing.T) {
 		}
 		if after := snapshot(t, root); after != before {
 			t.Fatal("cached rootfs changed by a run")
+		}
+	})
+}
+
+// A run's temporary directory is its own, writable whatever the image's
+// /tmp is (the cache extracts every image's /tmp 0755, with nothing another
+// user could write: cache.treeMode) and holding nothing of the image's
+// /tmp: /tmp itself, 1777 as programs expect it, in a tier that gives the
+// run its own mount namespace; elsewhere (the landlock tier) $TMPDIR, a
+// directory private to the function's uid. The wasm tier has no file system.
+func TestTiersTmpIsTheRunsOwn(t *testing.T) {
+	if fi, err := os.Stat(filepath.Join(testRootfs(t), "tmp")); err != nil || fi.Mode() != os.ModeDir|0o755 {
+		t.Fatalf("the test image's /tmp: %v %v, want 0755 as the cache extracts it", fi, err)
+	}
+	forEachTier(t, func(t *testing.T, tr tier) {
+		if isWasm(tr) {
+			return
+		}
+		for _, inv := range []runtime.Invocation{{}, {AsCurrentUser: true}} {
+			res, _ := runTier(t, tr, inv, "tmpdir")
+			out := string(res.Stdout)
+			want := "tmpdir: /tmp dtrwxrwxrwx\n"
+			if tr.name == landlock.Name {
+				want = "drwx------\n"
+			}
+			if !strings.HasPrefix(out, "tmpdir: ") || !strings.Contains(out, want) || strings.Count(out, "\n") != 1 {
+				t.Errorf("as current user %v: the run's tmp: %q, want %q and nothing in it", inv.AsCurrentUser, out, want)
+			}
+			if _, f := runTier(t, tr, inv, "token", "mine"); len(f) == 0 {
+				t.Error("token: no facts")
+			} else {
+				for k, v := range f {
+					if strings.HasSuffix(k, "/token") && v != "mine <nil>" {
+						t.Errorf("as current user %v: scratch space %s: %q", inv.AsCurrentUser, k, v)
+					}
+				}
+			}
 		}
 	})
 }

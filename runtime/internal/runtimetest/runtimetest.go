@@ -25,6 +25,9 @@ import (
 // ImagePath is the test image's PATH, as its Env holds it.
 const ImagePath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
+// ImageTmpFile is a file in the test image's own /tmp: no run's /tmp shows it.
+const ImageTmpFile = "from-image"
+
 var (
 	rootfsOnce sync.Once
 	rootfsDir  string
@@ -40,8 +43,10 @@ func DirectRootfs(t testing.TB, tmp string) string {
 
 // Rootfs is a catalog-shaped root filesystem, built by hand once per test
 // binary below tmp: busybox with /bin/sh, /etc/passwd with root and nobody (home
-// /home/nobody), /tmp 1777, the hostile fixture as /usr/local/bin/function
-// and a setuid copy of it as /usr/local/bin/suid.
+// /home/nobody), /tmp 0755 holding a file (as the cache extracts every
+// image: its 1777 /tmp is the run's own, cache.treeMode), the hostile
+// fixture as /usr/local/bin/function and a setuid copy of it as
+// /usr/local/bin/suid.
 func Rootfs(t testing.TB, testTmp string) string {
 	rootfsOnce.Do(func() {
 		bin := fnimage.Binary(t, "hostile")
@@ -57,7 +62,8 @@ func Rootfs(t testing.TB, testTmp string) string {
 		}
 		Must(t, os.Chmod(filepath.Join(dir, "root"), 0o700))
 		Must(t, os.Mkdir(filepath.Join(dir, "tmp"), 0o755))
-		Must(t, os.Chmod(filepath.Join(dir, "tmp"), 0o1777))
+		Must(t, os.Chmod(filepath.Join(dir, "tmp"), 0o755))
+		Must(t, os.WriteFile(filepath.Join(dir, "tmp", ImageTmpFile), []byte("image"), 0o644))
 		for p, c := range files {
 			Must(t, os.WriteFile(filepath.Join(dir, p), []byte(c), 0o644))
 		}
