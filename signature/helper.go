@@ -53,6 +53,10 @@ func (e *VerifierError) Unwrap() error { return e.Err }
 // ExitCode is 3: kptr's installation or the machine is at fault.
 func (e *VerifierError) ExitCode() int { return 3 }
 
+// VerifierPath is the signature verifier this kptr would run, or why there
+// is none (an error naming where kptr looked).
+func VerifierPath() (string, error) { return locate() }
+
 // locate finds the verifier beside kptr's executable, then in
 // ../libexec/kptr/ from it (symbolic links to kptr resolved first).
 func locate() (string, error) {
