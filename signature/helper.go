@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -52,6 +53,19 @@ func (e *VerifierError) Unwrap() error { return e.Err }
 
 // ExitCode is 3: kptr's installation or the machine is at fault.
 func (e *VerifierError) ExitCode() int { return 3 }
+
+// ChecksSignatures reports whether some scope of p has a sigstoreSigned
+// requirement: only then can p need the verifier.
+func (p *Policy) ChecksSignatures() bool {
+	for _, reqs := range p.docker {
+		if slices.ContainsFunc(reqs, requirement.checksSignatures) {
+			return true
+		}
+	}
+	return slices.ContainsFunc(p.def, requirement.checksSignatures)
+}
+
+func (q requirement) checksSignatures() bool { return q.kind == "sigstoreSigned" }
 
 // VerifierPath is the signature verifier this kptr would run, or why there
 // is none (an error naming where kptr looked).

@@ -55,6 +55,7 @@ func TestVerifierShipsWithKptr(t *testing.T) {
 		if after := snapshot(t, filepath.Join(p, "cm.yaml")); after != before {
 			t.Errorf("the package changed:\n%s\n---\n%s", before, after)
 		}
+		w.kptrFrom(t, bin, "", policy, "doctor").exits(t, 3).says(t, "signature verifier: MISSING: kptr's signature verifier kptr-sigverify is not installed")
 		// a policy that needs no signature needs no verifier
 		w.kptrFrom(t, bin, "", []string{mirror}, "fn", "render", pkg(t, w, "pkg-missing-nopolicy", upstream("unsigned")+":v1")).exits(t, 0)
 	})
@@ -77,8 +78,10 @@ func TestVerifierShipsWithKptr(t *testing.T) {
 			return strings.Count(string(b), "run\n")
 		}
 		w.kptrFrom(t, bin, "", []string{mirror}, "fn", "render", pkg(t, w, "pkg-nopolicy", upstream("unsigned")+":v1")).exits(t, 0)
+		// doctor says where it is, without running it
+		w.kptrFrom(t, bin, "", policy, "doctor").says(t, "signature verifier: "+filepath.Join(bin, "kptr-sigverify")+" (run only to check a signature)")
 		if n := count(); n != 0 {
-			t.Fatalf("without a policy the verifier ran %d times", n)
+			t.Fatalf("without a policy (and by doctor) the verifier ran %d times", n)
 		}
 		// two images, classic and bundle signatures: one verifier
 		two := w.write(t, "pkg-two", map[string]string{
