@@ -159,13 +159,13 @@ func (v *verifier) start() (*process, error) {
 	}
 	inR, inW, err := os.Pipe()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("the signature verifier %s: %v", path, err)
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		inR.Close()
 		inW.Close()
-		return nil, err
+		return nil, fmt.Errorf("the signature verifier %s: %v", path, err)
 	}
 	p := &process{path: path, in: inW, outF: outR, out: bufio.NewReaderSize(outR, 64<<10), stderr: &lastWords{}, exited: make(chan struct{})}
 	p.cmd = &exec.Cmd{
@@ -244,10 +244,15 @@ func (p *process) failed(err error) error {
 	return fmt.Errorf("the signature verifier %s ended before it answered (%s)", p.path, why)
 }
 
+// kill ends the verifier and whatever it started (its process group), and
+// waits for it.
 func (p *process) kill() {
 	p.in.Close()
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) // its group
-	_ = p.cmd.Process.Kill()
+	select {
+	case <-p.exited: // reaped: its pid may be another's now
+	default:
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	}
 	<-p.exited
 	p.outF.Close()
 }
