@@ -16,12 +16,14 @@ COPY . .
 ARG VERSION=dev
 # Static cgo build (libcontainer's nsenter and runtime/launcher are C); the
 # seccomp filter is kptr's own Go (runtime/seccomp), as in every build;
-# netgo/osusergo keep glibc's NSS out of it.
+# netgo/osusergo keep glibc's NSS out of it. kptr-sigverify, the signature
+# verifier kptr runs from beside itself, is pure Go.
 RUN CGO_ENABLED=1 go build -tags netgo,osusergo -trimpath \
       -ldflags "-s -w -X main.version=${VERSION} -linkmode external -extldflags -static" \
       -o /out/kptr ./cmd/kptr \
+ && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o /out/kptr-sigverify ./cmd/kptr-sigverify \
  && /out/kptr version \
- && go run ./deploy/image --kptr /out/kptr --plugin plugin.yaml \
+ && go run ./deploy/image --kptr /out/kptr --sigverify /out/kptr-sigverify --plugin plugin.yaml \
       --ca-file /etc/ssl/certs/ca-certificates.crt --rootfs /rootfs
 
 FROM scratch

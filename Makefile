@@ -4,6 +4,9 @@ GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 BIN := bin/kptr
+# kptr's signature verifier (cmd/kptr-sigverify) is built beside kptr, where
+# kptr looks for it; installed in ../libexec/kptr/ from kptr (off PATH).
+SIGVERIFY = $(dir $(BIN))kptr-sigverify
 export CGO_ENABLED := 1
 
 .PHONY: help build install install-kpt-link install-docker-link uninstall kustomize test vet test-unit test-unpriv test-runtimedefault bench-runtime bench bench-cache bench-pipeline bench-render demo image push argocd test-argocd bench-argocd clean bench-fleet
@@ -11,8 +14,9 @@ export CGO_ENABLED := 1
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
-build: ## build bin/kptr
+build: ## build bin/kptr and its signature verifier bin/kptr-sigverify
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/kptr
+	$(GO) build -o $(SIGVERIFY) ./cmd/kptr-sigverify
 
 # Installed as a Go tool is: the binary in $(PREFIX)/bin and cobra's shell
 # completions where bash-completion, zsh and fish look for them. DESTDIR
@@ -23,6 +27,8 @@ PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 DATADIR ?= $(PREFIX)/share
 INSTALLED := $(DESTDIR)$(BINDIR)/kptr
+# where kptr looks for its verifier: ../libexec/kptr/ from its own directory
+SIGVERIFY_INSTALLED := $(DESTDIR)$(patsubst %/,%,$(dir $(BINDIR)))/libexec/kptr/kptr-sigverify
 COMPLETIONS := $(DESTDIR)$(DATADIR)/bash-completion/completions/kptr \
   $(DESTDIR)$(DATADIR)/zsh/site-functions/_kptr $(DESTDIR)$(DATADIR)/fish/vendor_completions.d/kptr.fish
 
@@ -30,14 +36,15 @@ COMPLETIONS := $(DESTDIR)$(DATADIR)/bash-completion/completions/kptr \
 # in INSTALL_RECORD, so uninstall removes them again when they are empty,
 # and never a directory that was there before (/usr/local/bin).
 INSTALL_RECORD := $(DESTDIR)$(DATADIR)/kptr/installed-dirs
-INSTALL_DIRS := $(DESTDIR)$(BINDIR) $(sort $(dir $(COMPLETIONS))) $(dir $(INSTALL_RECORD))
+INSTALL_DIRS := $(DESTDIR)$(BINDIR) $(dir $(SIGVERIFY_INSTALLED)) $(sort $(dir $(COMPLETIONS))) $(dir $(INSTALL_RECORD))
 
-install: build ## install bin/kptr into $(DESTDIR)$(PREFIX)/bin (PREFIX=/usr/local) with its bash, zsh and fish completions
+install: build ## install bin/kptr into $(DESTDIR)$(PREFIX)/bin (PREFIX=/usr/local), its signature verifier into libexec/kptr/ there, and its bash, zsh and fish completions
 	@set -euo pipefail; created=""; for d in $(INSTALL_DIRS); do p=$${d%/}; \
 	  while [ -n "$$p" ] && [ ! -e "$$p" ]; do created="$$created $$p"; p=$${p%/*}; done; done; \
 	install -d $(INSTALL_DIRS); \
 	if [ -n "$$created" ]; then printf '%s\n' $$created >> $(INSTALL_RECORD); fi
 	install -m 0755 $(BIN) $(INSTALLED)
+	install -m 0755 $(SIGVERIFY) $(SIGVERIFY_INSTALLED)
 	@set -euo pipefail; for f in $(COMPLETIONS); do \
 	  case $$f in */_kptr) sh=zsh;; *.fish) sh=fish;; *) sh=bash;; esac; \
 	  $(BIN) completion $$sh > $$f.tmp && chmod 0644 $$f.tmp && mv $$f.tmp $$f && echo "installed $$sh completion: $$f"; done
@@ -78,7 +85,7 @@ install-docker-link: install ## also install docker as a symbolic link to kptr, 
 
 uninstall: ## remove what install, install-kpt-link and install-docker-link installed (same PREFIX and DESTDIR), and the directories install created when they are empty
 	@for n in kpt docker; do l=$(DESTDIR)$(BINDIR)/$$n; if [ "$$(readlink "$$l" 2>/dev/null)" = kptr ]; then rm -f "$$l"; fi; done
-	rm -f $(INSTALLED) $(COMPLETIONS)
+	rm -f $(INSTALLED) $(SIGVERIFY_INSTALLED) $(COMPLETIONS)
 	@set -euo pipefail; if [ -f $(INSTALL_RECORD) ]; then dirs=$$(awk '{ print length($$0) " " $$0 }' $(INSTALL_RECORD) | sort -rn | cut -d' ' -f2- | uniq); \
 	  rm -f $(INSTALL_RECORD); for d in $$dirs; do rmdir "$$d" 2>/dev/null && echo "removed empty $$d" || true; done; fi
 
@@ -260,12 +267,13 @@ STATIC_LDFLAGS := $(LDFLAGS) -s -w -linkmode external -extldflags -static
 
 image: ## build the sidecar image without a daemon: out/image/oci (OCI layout) + out/image/kptr.tar; PREWARM=<dir> bakes the images its Kptfiles name
 	$(GO) build -tags netgo,osusergo -trimpath -ldflags '$(STATIC_LDFLAGS)' -o bin/kptr-static ./cmd/kptr
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o bin/kptr-sigverify-static ./cmd/kptr-sigverify
 ifneq ($(PREWARM),)
 	$(MAKE) build
 	rm -rf out/prewarm
 	$(BIN) prewarm --cache-dir out/prewarm-cache --export out/prewarm $(PREWARM)
 endif
-	$(GO) run ./deploy/image --kptr bin/kptr-static --out $(IMAGE_OUT) --tag $(IMAGE_TAG) --tag $(IMAGE_REPO):latest $(if $(PREWARM),--prewarm out/prewarm)
+	$(GO) run ./deploy/image --kptr bin/kptr-static --sigverify bin/kptr-sigverify-static --out $(IMAGE_OUT) --tag $(IMAGE_TAG) --tag $(IMAGE_REPO):latest $(if $(PREWARM),--prewarm out/prewarm)
 
 push: ## push the image make image wrote (out/image/oci) to PUSH_REPO (default ghcr.io/kptr-dev/kptr) under its tags, the version and latest, with the docker config's credentials; no daemon
 	$(GO) run ./deploy/image --out $(IMAGE_OUT) --push $(PUSH_REPO)

@@ -143,9 +143,13 @@ func (c *Cache) checkSignatures(ctx context.Context, ir imageRef, desc v1.Descri
 	return set, nil
 }
 
-// refusal is a policy refusal as a cache Error (exit ExitSignature); its
-// message already names the image and digest.
+// refusal is a policy refusal as a cache Error (exit ExitSignature), or
+// signatures that could not be checked at all (exit 3); its message already
+// names the image and digest.
 func refusal(d signature.Decision) error {
+	if d.Unverified != nil {
+		return &Error{Err: d.Unverified}
+	}
 	return &Error{Err: d, code: ExitSignature}
 }
 

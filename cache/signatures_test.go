@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/kptr-dev/kptr/imageref"
+	"github.com/kptr-dev/kptr/internal/sigverifytest"
 	"github.com/kptr-dev/kptr/signature"
 	"github.com/kptr-dev/kptr/test/cosigner"
 )
@@ -35,6 +36,10 @@ func signedFixture(t testing.TB, reg *testRegistry, repo string) (string, v1.Has
 
 func policyFor(t testing.TB, host string, k *cosigner.Key) *signature.Policy {
 	t.Helper()
+	// the verifier beside the test binary, where Evaluate looks for it
+	if err := sigverifytest.BesideExecutable(); err != nil {
+		t.Fatal(err)
+	}
 	doc := `{"default": [{"type": "reject"}], "transports": {"docker": {"` + host + `": [{"type": "sigstoreSigned", "keyData": "` +
 		base64.StdEncoding.EncodeToString(k.PublicPEM) + `", "signedIdentity": {"type": "matchRepository"}}]}}}`
 	p, err := signature.Parse([]byte(doc), t.TempDir())

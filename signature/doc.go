@@ -2,7 +2,13 @@
 // containers-policy.json(5) signature policy, from signature material the
 // caller hands it (the cache fetches it from the registry, or reads it from
 // its store when offline). It does no input/output besides reading the
-// policy's key and certificate files when the policy loads.
+// policy's key and certificate files when the policy loads and, to check a
+// signature, asking kptr's signature verifier: kptr-sigverify, a program
+// installed beside kptr (or in ../libexec/kptr/ from it) that holds the
+// cryptography, started at the first signature to check and kept for the
+// run (helper.go; the protocol is internal/sigwire). The policy, scopes,
+// digests and identities are decided here; the libraries the verifier
+// links never load in a kptr that checks no signature.
 //
 //	p, err := signature.Load("/etc/kptr/policy.json")  // *LoadError: exit 2
 //	d := p.Evaluate("gcr.io/kpt-fn/set-labels:v0.1.5", digest, sigs)
@@ -39,6 +45,7 @@
 // certificate must chain to the policy's CA at the log's integrated time
 // (never at "now": a keyless signature without a log time is refused).
 // Evaluate is a pure function of the policy, the reference, the digest and
-// the signatures; Hash identifies the policy with every key it read, so a
+// the signatures, or says they were not checked (Decision.Unverified: the
+// verifier is missing or failed; exit 3, never an image allowed); Hash identifies the policy with every key it read, so a
 // verdict cached under it is one the current policy would give again.
 package signature

@@ -2,12 +2,15 @@ package signature
 
 import (
 	"bytes"
-	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"hash"
@@ -20,8 +23,6 @@ import (
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/sigstore/sigstore/pkg/cryptoutils"
-	sigsig "github.com/sigstore/sigstore/pkg/signature"
 )
 
 // Limits on what a policy may make kptr read: the policy file and each key or
@@ -209,27 +210,20 @@ func checkDockerScope(s string) error {
 	return nil
 }
 
-// requirement is one parsed policy requirement.
+// requirement is one parsed policy requirement. Its key material is kept
+// as DER, checked when the policy loads, for the verifier (helper.go).
 type requirement struct {
-	kind     string // insecureAcceptAnything, reject, sigstoreSigned
-	keys     []sigsig.Verifier
-	keyDER   [][]byte // PKIX DER of keys, to match a log entry's key
+	kind     string   // insecureAcceptAnything, reject, sigstoreSigned
+	keyDER   [][]byte // PKIX DER of the keys
 	fulcio   *fulcio
-	rekor    []rekorKey
+	rekor    [][]byte // PKIX DER of the rekor keys
 	identity identityRule
 }
 
 type fulcio struct {
-	roots        *x509.CertPool
-	rootCerts    []*x509.Certificate
+	rootDER      [][]byte
 	oidcIssuer   string
 	subjectEmail string
-}
-
-type rekorKey struct {
-	verifier sigsig.Verifier
-	pub      crypto.PublicKey
-	logID    string // hex SHA-256 of the key's PKIX DER, as Rekor names its log
 }
 
 func (ld *loader) requirements(raw json.RawMessage, where string) ([]requirement, error) {
@@ -344,19 +338,10 @@ func (ld *loader) sigstoreSigned(raw json.RawMessage, where string) (requirement
 		r.fulcio = f
 	}
 	for i, k := range keyPEMs {
-		pub, err := cryptoutils.UnmarshalPEMToPublicKey(k)
+		der, err := publicKeyDER(k)
 		if err != nil {
 			return r, fmt.Errorf("%s: key %d: %w", where, i+1, err)
 		}
-		ver, err := sigsig.LoadVerifier(pub, crypto.SHA256)
-		if err != nil {
-			return r, fmt.Errorf("%s: key %d: %w", where, i+1, err)
-		}
-		der, err := x509.MarshalPKIXPublicKey(pub)
-		if err != nil {
-			return r, fmt.Errorf("%s: key %d: %w", where, i+1, err)
-		}
-		r.keys = append(r.keys, ver)
 		r.keyDER = append(r.keyDER, der)
 	}
 	var rekorPEMs [][]byte
@@ -404,20 +389,11 @@ func (ld *loader) sigstoreSigned(raw json.RawMessage, where string) (requirement
 		return r, fmt.Errorf("%s: fulcio needs a rekor public key (rekorPublicKeyPath or rekorPublicKeyData): a certificate is checked at the log's time", where)
 	}
 	for i, k := range rekorPEMs {
-		pub, err := cryptoutils.UnmarshalPEMToPublicKey(k)
+		der, err := publicKeyDER(k)
 		if err != nil {
 			return r, fmt.Errorf("%s: rekor key %d: %w", where, i+1, err)
 		}
-		ver, err := sigsig.LoadVerifier(pub, crypto.SHA256)
-		if err != nil {
-			return r, fmt.Errorf("%s: rekor key %d: %w", where, i+1, err)
-		}
-		der, err := x509.MarshalPKIXPublicKey(pub)
-		if err != nil {
-			return r, fmt.Errorf("%s: rekor key %d: %w", where, i+1, err)
-		}
-		sum := sha256.Sum256(der)
-		r.rekor = append(r.rekor, rekorKey{verifier: ver, pub: pub, logID: hex.EncodeToString(sum[:])})
+		r.rekor = append(r.rekor, der)
 	}
 	id, err := parseIdentity(v.SignedIdentity, where+".signedIdentity")
 	if err != nil {
@@ -459,15 +435,55 @@ func (ld *loader) fulcio(raw json.RawMessage, where string) (*fulcio, error) {
 	if v.SubjectEmail == "" {
 		return nil, fmt.Errorf("%s: subjectEmail is required", where)
 	}
-	certs, err := cryptoutils.UnmarshalCertificatesFromPEM(pemBytes)
+	certs, err := certificatesDER(pemBytes)
 	if err != nil || len(certs) == 0 {
 		return nil, fmt.Errorf("%s: no PEM certificates in the CA (%v)", where, err)
 	}
-	pool := x509.NewCertPool()
-	for _, c := range certs {
-		pool.AddCert(c)
+	return &fulcio{rootDER: certs, oidcIssuer: v.OIDCIssuer, subjectEmail: v.SubjectEmail}, nil
+}
+
+// publicKeyDER reads a PEM public key (PKIX, or PKCS #1 for RSA) of a kind
+// cosign signs with (ECDSA, RSA, Ed25519) and returns it as PKIX DER.
+func publicKeyDER(pemBytes []byte) ([]byte, error) {
+	b, _ := pem.Decode(pemBytes)
+	if b == nil {
+		return nil, errors.New("PEM decoding failed")
 	}
-	return &fulcio{roots: pool, rootCerts: certs, oidcIssuer: v.OIDCIssuer, subjectEmail: v.SubjectEmail}, nil
+	var pub any
+	var err error
+	switch b.Type {
+	case "PUBLIC KEY":
+		pub, err = x509.ParsePKIXPublicKey(b.Bytes)
+	case "RSA PUBLIC KEY":
+		pub, err = x509.ParsePKCS1PublicKey(b.Bytes)
+	default:
+		return nil, fmt.Errorf("PEM block of type %q, not a PUBLIC KEY", b.Type)
+	}
+	if err != nil {
+		return nil, err
+	}
+	switch pub.(type) {
+	case *ecdsa.PublicKey, *rsa.PublicKey, ed25519.PublicKey:
+	default:
+		return nil, fmt.Errorf("unsupported public key type %T", pub)
+	}
+	return x509.MarshalPKIXPublicKey(pub)
+}
+
+// certificatesDER reads the certificates of a PEM file, checking each parses.
+func certificatesDER(pemBytes []byte) ([][]byte, error) {
+	var out [][]byte
+	for rest := bytes.TrimSpace(pemBytes); len(rest) > 0; rest = bytes.TrimSpace(rest) {
+		var b *pem.Block
+		if b, rest = pem.Decode(rest); b == nil {
+			return nil, errors.New("not PEM")
+		}
+		if _, err := x509.ParseCertificate(b.Bytes); err != nil {
+			return nil, err
+		}
+		out = append(out, b.Bytes)
+	}
+	return out, nil
 }
 
 // file reads a key or CA file named by the policy, bounded, and hashes it in.
@@ -529,7 +545,7 @@ func describe(reqs []requirement) string {
 		case r.fulcio != nil:
 			parts = append(parts, fmt.Sprintf("sigstoreSigned (Fulcio: %s from %s; %d rekor key(s); %s)", r.fulcio.subjectEmail, r.fulcio.oidcIssuer, len(r.rekor), r.identity))
 		default:
-			parts = append(parts, fmt.Sprintf("sigstoreSigned (%d key(s); %d rekor key(s); %s)", len(r.keys), len(r.rekor), r.identity))
+			parts = append(parts, fmt.Sprintf("sigstoreSigned (%d key(s); %d rekor key(s); %s)", len(r.keyDER), len(r.rekor), r.identity))
 		}
 	}
 	return strings.Join(parts, " and ")

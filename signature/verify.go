@@ -1,23 +1,11 @@
 package signature
 
 import (
-	"bytes"
-	"crypto"
-	"crypto/sha256"
-	"crypto/x509"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"slices"
 	"strings"
-	"time"
 
-	"github.com/cyberphone/json-canonicalization/go/src/webpki.org/jsoncanonicalizer"
-	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
-	"github.com/sigstore/sigstore/pkg/cryptoutils"
-	sigsig "github.com/sigstore/sigstore/pkg/signature"
+	"github.com/kptr-dev/kptr/internal/sigwire"
 )
 
 // Signature is one signature of an image as cosign stores it, in one of its
@@ -46,10 +34,17 @@ type Decision struct {
 	Reason string
 	// Signatures counts the signatures considered.
 	Signatures int
+	// Unverified is set (with Allowed false) when the signatures could not
+	// be checked at all: kptr's signature verifier is missing or failed
+	// (a *VerifierError, exit 3). The image is neither allowed nor refused.
+	Unverified error
 }
 
 // Error is the one-line refusal: image, digest, scope and what was found.
 func (d Decision) Error() string {
+	if d.Unverified != nil {
+		return d.Unverified.Error()
+	}
 	if d.Digest == "" || strings.HasSuffix(d.Image, "@"+d.Digest) {
 		// not resolved yet, or named by its digest already
 		return fmt.Sprintf("%s: refused by the signature policy (%s): %s", d.Image, d.Scope, d.Reason)
@@ -122,7 +117,13 @@ func (p *Policy) Evaluate(image, digest string, sigs []Signature) Decision {
 			d.Reason = "the policy rejects every image here (reject)"
 			return d
 		case "sigstoreSigned":
-			if why := q.satisfied(r, digest, sigs); why != "" {
+			why, err := q.satisfied(&helper, r, digest, sigs)
+			if err != nil {
+				d.Unverified = &VerifierError{Image: image, Digest: digest, Err: err}
+				d.Reason = err.Error()
+				return d
+			}
+			if why != "" {
 				d.Reason = why
 				return d
 			}
@@ -133,95 +134,90 @@ func (p *Policy) Evaluate(image, digest string, sigs []Signature) Decision {
 }
 
 // failure is why one signature did not satisfy a requirement; the one that
-// got furthest (highest rank) is reported.
+// got furthest (highest sigwire rank) is reported.
 type failure struct {
 	rank int
 	why  string
 }
 
 const (
-	rankMalformed = iota + 1
-	rankWrongKey
-	rankCertOrLog
-	rankDigest
-	rankIdentity
+	rankMalformed = sigwire.RankMalformed
+	rankDigest    = sigwire.RankDigest
+	rankIdentity  = sigwire.RankIdentity
 )
 
 // satisfied returns "" when a signature satisfies q, else what was found.
-func (q requirement) satisfied(intended ref, digest string, sigs []Signature) string {
+// The verifier checks each signature's cryptography; the digest and the
+// identity it names are checked here. An error is a verifier that could
+// not answer.
+func (q requirement) satisfied(v *verifier, intended ref, digest string, sigs []Signature) (string, error) {
 	if len(sigs) == 0 {
-		return "no signature (none found under the image's sha256-<digest>.sig tag or among its referrers)"
+		return "no signature (none found under the image's sha256-<digest>.sig tag or among its referrers)", nil
 	}
 	var best failure
 	for _, s := range sigs {
-		var f failure
-		if len(s.Bundle) > 0 {
-			f = q.verifyBundle(intended, digest, s.Bundle)
-		} else {
-			f = q.verifyClassic(intended, digest, s)
+		resp, err := v.verify(q.request(s))
+		if err != nil {
+			return "", err
+		}
+		f := failure{resp.Rank, resp.Why}
+		if f.rank == 0 {
+			if len(s.Bundle) > 0 {
+				f = checkSubjects(q.identity, intended, digest, resp.Subjects)
+			} else {
+				f = checkPayload(q.identity, intended, digest, s.Payload)
+			}
 		}
 		if f.rank == 0 {
-			return ""
+			return "", nil
 		}
 		if f.rank > best.rank {
 			best = f
 		}
 	}
 	if len(sigs) > 1 {
-		return fmt.Sprintf("%s (best of %d signatures)", best.why, len(sigs))
+		return fmt.Sprintf("%s (best of %d signatures)", best.why, len(sigs)), nil
 	}
-	return best.why
+	return best.why, nil
 }
 
-// verifyClassic checks one signature in cosign's classic form.
-func (q requirement) verifyClassic(intended ref, digest string, s Signature) failure {
-	if len(s.Payload) == 0 || len(s.Sig) == 0 {
-		return failure{rankMalformed, "malformed signature (no payload or no signature annotation)"}
+// request is what the verifier needs to check s against q.
+func (q requirement) request(s Signature) sigwire.Request {
+	req := sigwire.Request{Proto: sigwire.Proto, Keys: q.keyDER, Rekor: q.rekor, Signature: sigwire.Signature(s)}
+	if q.fulcio != nil {
+		req.Fulcio = &sigwire.Fulcio{Roots: q.fulcio.rootDER, OIDCIssuer: q.fulcio.oidcIssuer, SubjectEmail: q.fulcio.subjectEmail}
 	}
-	var signerDER []byte // the signing key, to match a log entry
-	var cert *x509.Certificate
-	if q.fulcio == nil {
-		for i, k := range q.keys {
-			if k.VerifySignature(bytes.NewReader(s.Sig), bytes.NewReader(s.Payload)) == nil {
-				signerDER = q.keyDER[i]
-				break
-			}
+	return req
+}
+
+// checkSubjects checks a verified bundle's statement has a subject with
+// exactly this digest whose name satisfies the identity rule.
+func checkSubjects(id identityRule, intended ref, digest string, subjects []sigwire.Subject) failure {
+	want := strings.TrimPrefix(digest, "sha256:")
+	var names []string
+	for _, s := range subjects {
+		if s.SHA256 == want {
+			names = append(names, s.Name)
 		}
-		if signerDER == nil {
-			return failure{rankWrongKey, "wrong key: no signature verifies with the policy's key (signed by another key, or the payload was altered)"}
-		}
-	} else {
-		if len(s.Certificate) == 0 {
-			return failure{rankWrongKey, "wrong key: the signature carries no Fulcio certificate (a key-signed image under a fulcio policy)"}
-		}
-		certs, err := cryptoutils.UnmarshalCertificatesFromPEM(s.Certificate)
-		if err != nil || len(certs) != 1 {
-			return failure{rankMalformed, "malformed signature certificate"}
-		}
-		cert = certs[0]
-		v, err := sigsig.LoadVerifier(cert.PublicKey, crypto.SHA256)
-		if err != nil || v.VerifySignature(bytes.NewReader(s.Sig), bytes.NewReader(s.Payload)) != nil {
-			return failure{rankWrongKey, "wrong key: the signature does not verify with its certificate's key (the payload was altered)"}
-		}
-		signerDER = cert.Raw
 	}
-	var logTime time.Time
-	if len(q.rekor) > 0 {
-		t, err := q.checkRekorBundle(s, signerDER, cert != nil)
-		if err != nil {
-			if cert != nil && len(s.RekorBundle) == 0 && time.Now().After(cert.NotAfter) {
-				return failure{rankCertOrLog, fmt.Sprintf("expired certificate without a log time (expired %s; no transparency-log entry)", cert.NotAfter.UTC().Format(time.RFC3339))}
-			}
-			return failure{rankCertOrLog, err.Error()}
+	if len(names) == 0 {
+		var got []string
+		for _, s := range subjects {
+			got = append(got, "sha256:"+s.SHA256)
 		}
-		logTime = t
+		return failure{rankDigest, "digest mismatch: the signature is for " + orNone(strings.Join(got, ", "))}
 	}
-	if cert != nil {
-		if f := q.fulcio.checkCertificate(cert, s.Chain, logTime); f.rank != 0 {
+	best := failure{rankMalformed, "no subject"}
+	for _, n := range names {
+		f := checkIdentity(id, intended, n)
+		if f.rank == 0 {
 			return f
 		}
+		if f.rank >= best.rank {
+			best = f
+		}
 	}
-	return checkPayload(q.identity, intended, digest, s.Payload)
+	return best
 }
 
 // checkPayload checks a simple-signing payload names digest and, per the
@@ -271,120 +267,4 @@ func orNone(s string) string {
 		return "no digest"
 	}
 	return s
-}
-
-// checkRekorBundle verifies the classic Rekor bundle annotation: its signed
-// entry timestamp under one of the policy's log keys, and that the entry it
-// signs is a hashedrekord of this payload, this signature and this key (or
-// certificate). It returns the entry's integrated time.
-func (q requirement) checkRekorBundle(s Signature, signerDER []byte, isCert bool) (time.Time, error) {
-	if len(s.RekorBundle) == 0 {
-		return time.Time{}, errors.New("no transparency-log entry with the signature (the policy names a rekor key)")
-	}
-	var b struct {
-		SignedEntryTimestamp []byte `json:"SignedEntryTimestamp"`
-		Payload              struct {
-			Body           string `json:"body"`
-			IntegratedTime int64  `json:"integratedTime"`
-			LogIndex       int64  `json:"logIndex"`
-			LogID          string `json:"logID"`
-		} `json:"Payload"`
-	}
-	if err := json.Unmarshal(s.RekorBundle, &b); err != nil {
-		return time.Time{}, fmt.Errorf("malformed transparency-log bundle: %v", err)
-	}
-	idx := slices.IndexFunc(q.rekor, func(k rekorKey) bool { return k.logID == b.Payload.LogID })
-	if idx < 0 {
-		return time.Time{}, fmt.Errorf("transparency-log entry from a log the policy does not trust (log ID %.16s…)", b.Payload.LogID)
-	}
-	raw, err := json.Marshal(map[string]any{"body": b.Payload.Body, "integratedTime": b.Payload.IntegratedTime, "logIndex": b.Payload.LogIndex, "logID": b.Payload.LogID})
-	if err != nil {
-		return time.Time{}, err
-	}
-	canon, err := jsoncanonicalizer.Transform(raw)
-	if err != nil {
-		return time.Time{}, err
-	}
-	if err := q.rekor[idx].verifier.VerifySignature(bytes.NewReader(b.SignedEntryTimestamp), bytes.NewReader(canon)); err != nil {
-		return time.Time{}, errors.New("transparency-log entry not signed by the policy's rekor key (altered bundle)")
-	}
-	body, err := base64.StdEncoding.DecodeString(b.Payload.Body)
-	if err != nil {
-		return time.Time{}, errors.New("malformed transparency-log entry body")
-	}
-	var e struct {
-		Kind string `json:"kind"`
-		Spec struct {
-			Data struct {
-				Hash struct {
-					Algorithm string `json:"algorithm"`
-					Value     string `json:"value"`
-				} `json:"hash"`
-			} `json:"data"`
-			Signature struct {
-				Content   []byte `json:"content"`
-				PublicKey struct {
-					Content []byte `json:"content"`
-				} `json:"publicKey"`
-			} `json:"signature"`
-		} `json:"spec"`
-	}
-	if err := json.Unmarshal(body, &e); err != nil || e.Kind != "hashedrekord" {
-		return time.Time{}, fmt.Errorf("transparency-log entry of kind %q, not hashedrekord", e.Kind)
-	}
-	sum := sha256.Sum256(s.Payload)
-	if e.Spec.Data.Hash.Algorithm != "sha256" || e.Spec.Data.Hash.Value != hex.EncodeToString(sum[:]) {
-		return time.Time{}, errors.New("transparency-log entry is for another payload")
-	}
-	if !bytes.Equal(e.Spec.Signature.Content, s.Sig) {
-		return time.Time{}, errors.New("transparency-log entry is for another signature")
-	}
-	var logged []byte
-	if isCert {
-		certs, err := cryptoutils.UnmarshalCertificatesFromPEM(e.Spec.Signature.PublicKey.Content)
-		if err == nil && len(certs) == 1 {
-			logged = certs[0].Raw
-		}
-	} else if pub, err := cryptoutils.UnmarshalPEMToPublicKey(e.Spec.Signature.PublicKey.Content); err == nil {
-		logged, _ = x509.MarshalPKIXPublicKey(pub)
-	}
-	if logged == nil || !bytes.Equal(logged, signerDER) {
-		return time.Time{}, errors.New("transparency-log entry is for another key or certificate")
-	}
-	return time.Unix(b.Payload.IntegratedTime, 0), nil
-}
-
-// checkCertificate checks a Fulcio certificate chains to the policy's CA at
-// the log time, for code signing, issued to the policy's OIDC issuer and
-// email.
-func (f *fulcio) checkCertificate(cert *x509.Certificate, chainPEM []byte, at time.Time) failure {
-	if at.IsZero() {
-		return failure{rankCertOrLog, "certificate without a log time"}
-	}
-	inter := x509.NewCertPool()
-	if len(chainPEM) > 0 {
-		chain, err := cryptoutils.UnmarshalCertificatesFromPEM(chainPEM)
-		if err != nil {
-			return failure{rankMalformed, "malformed certificate chain"}
-		}
-		for _, c := range chain {
-			inter.AddCert(c)
-		}
-	}
-	if _, err := cert.Verify(x509.VerifyOptions{Roots: f.roots, Intermediates: inter, CurrentTime: at, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageCodeSigning}}); err != nil {
-		var inv x509.CertificateInvalidError
-		if errors.As(err, &inv) && inv.Reason == x509.Expired {
-			return failure{rankCertOrLog, fmt.Sprintf("certificate not valid at the log time %s (valid %s to %s)", at.UTC().Format(time.RFC3339), cert.NotBefore.UTC().Format(time.RFC3339), cert.NotAfter.UTC().Format(time.RFC3339))}
-		}
-		return failure{rankCertOrLog, fmt.Sprintf("certificate not issued by the policy's Fulcio CA: %v", err)}
-	}
-	sum, err := certificate.SummarizeCertificate(cert)
-	if err != nil {
-		return failure{rankMalformed, fmt.Sprintf("certificate: %v", err)}
-	}
-	emails := cert.EmailAddresses
-	if sum.Extensions.Issuer != f.oidcIssuer || !slices.Contains(emails, f.subjectEmail) {
-		return failure{rankIdentity, fmt.Sprintf("identity mismatch: the certificate is for %s from issuer %s, the policy wants %s from %s", strings.Join(emails, ","), orNone(sum.Extensions.Issuer), f.subjectEmail, f.oidcIssuer)}
-	}
-	return failure{}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/kptr-dev/kptr/fnenv"
 	"github.com/kptr-dev/kptr/imageref"
 	"github.com/kptr-dev/kptr/runtime"
+	"github.com/kptr-dev/kptr/signature"
 )
 
 // The docker face. Invoked as docker, podman or nerdctl (a link to kptr),
@@ -432,7 +433,8 @@ func (g *globals) installDockerCmd() *cobra.Command {
 		Use:   "install-docker DIR",
 		Short: "Copy kptr into DIR with docker a link to it (an init container's job)",
 		Long: `Copy this kptr binary into DIR (which must exist) as DIR/kptr, written to a
-temporary name and renamed into place, and make DIR/docker a symbolic link to
+temporary name and renamed into place, with its signature verifier
+(kptr-sigverify) beside it, and make DIR/docker a symbolic link to
 it: with DIR on a container's PATH, kustomize and kpt find kptr as their
 docker (docs/docker.md). An existing DIR/docker that is not that link is left
 alone and refused.`,
@@ -450,11 +452,6 @@ func installDocker(dir string) error {
 	if err != nil {
 		return withCode(exitEnv, err)
 	}
-	in, err := os.Open(self)
-	if err != nil {
-		return withCode(exitEnv, err)
-	}
-	defer in.Close()
 	d, err := os.OpenRoot(dir)
 	if err != nil {
 		return usageError("%v", err)
@@ -465,7 +462,32 @@ func installDocker(dir string) error {
 	} else if _, err := d.Lstat("docker"); err == nil {
 		return usageError("%s exists and is not a link to kptr; kptr stands in for docker only where there is none", filepath.Join(dir, "docker"))
 	}
-	out, err := d.OpenFile("kptr.tmp", os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o755)
+	if err := copyExecutable(d, self, "kptr"); err != nil {
+		return err
+	}
+	// its signature verifier travels with it: beside kptr, where it looks
+	if v, err := signature.VerifierPath(); err == nil {
+		if err := copyExecutable(d, v, filepath.Base(v)); err != nil {
+			return err
+		}
+	}
+	if _, err := d.Lstat("docker"); err != nil {
+		if err := d.Symlink("kptr", "docker"); err != nil {
+			return withCode(exitEnv, err)
+		}
+	}
+	return nil
+}
+
+// copyExecutable copies src into d as name, written to a temporary name and
+// renamed into place.
+func copyExecutable(d *os.Root, src, name string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return withCode(exitEnv, err)
+	}
+	defer in.Close()
+	out, err := d.OpenFile(name+".tmp", os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o755)
 	if err != nil {
 		return withCode(exitEnv, err)
 	}
@@ -476,13 +498,8 @@ func installDocker(dir string) error {
 	if err := out.Close(); err != nil {
 		return withCode(exitEnv, err)
 	}
-	if err := d.Rename("kptr.tmp", "kptr"); err != nil {
+	if err := d.Rename(name+".tmp", name); err != nil {
 		return withCode(exitEnv, err)
-	}
-	if _, err := d.Lstat("docker"); err != nil {
-		if err := d.Symlink("kptr", "docker"); err != nil {
-			return withCode(exitEnv, err)
-		}
 	}
 	return nil
 }

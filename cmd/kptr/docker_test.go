@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/kptr-dev/kptr/cmd/kptr/internal/dockerface/dockerfacetest"
+	"github.com/kptr-dev/kptr/internal/sigverifytest"
 	"github.com/kptr-dev/kptr/test/fnimage"
 	"github.com/kptr-dev/kptr/test/registry"
 )
@@ -271,9 +272,13 @@ func TestDockerDispatch(t *testing.T) {
 	}
 }
 
-// kptr install-docker DIR copies kptr there with docker a link to it, and
-// refuses to replace a docker that is not that link.
+// kptr install-docker DIR copies kptr there, with its signature verifier
+// beside it and docker a link to it, and refuses to replace a docker that
+// is not that link.
 func TestInstallDocker(t *testing.T) {
+	if err := sigverifytest.BesideExecutable(); err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	var out, errb bytes.Buffer
 	if code := run([]string{"kptr", "install-docker", dir}, strings.NewReader(""), &out, &errb); code != 0 {
@@ -284,6 +289,10 @@ func TestInstallDocker(t *testing.T) {
 	got, err := os.ReadFile(filepath.Join(dir, "kptr"))
 	if err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("DIR/kptr is not this binary (%v)", err)
+	}
+	verifier, _ := os.ReadFile(filepath.Join(filepath.Dir(self), "kptr-sigverify"))
+	if got, err := os.ReadFile(filepath.Join(dir, "kptr-sigverify")); err != nil || len(verifier) == 0 || !bytes.Equal(got, verifier) {
+		t.Fatalf("DIR/kptr-sigverify is not the verifier beside this binary (%v)", err)
 	}
 	if l, err := os.Readlink(filepath.Join(dir, "docker")); err != nil || l != "kptr" {
 		t.Fatalf("DIR/docker: %q %v", l, err)

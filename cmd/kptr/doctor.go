@@ -72,6 +72,15 @@ func (g *globals) doctorPolicy() error {
 	for _, l := range p.Describe() {
 		fmt.Fprintln(w, "  "+l)
 	}
+	if !p.ChecksSignatures() {
+		return nil
+	}
+	v, err := signature.VerifierPath()
+	if err != nil {
+		fmt.Fprintf(w, "signature verifier: MISSING: %v\n", err)
+		return withCode(exitEnv, errReportedf("signature verifier missing"))
+	}
+	fmt.Fprintf(w, "signature verifier: %s (run only to check a signature)\n", v)
 	return nil
 }
 

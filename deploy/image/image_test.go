@@ -8,6 +8,7 @@ import (
 	"log"
 	"net/http/httptest"
 	"os"
+	"path"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -65,9 +66,13 @@ func inputs(t *testing.T) Inputs {
 	if err := os.WriteFile(kptr, []byte("#!fake kptr\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	verifier := filepath.Join(dir, "kptr-sigverify")
+	if err := os.WriteFile(verifier, []byte("#!fake kptr-sigverify\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	ca := filepath.Join(dir, "ca.crt")
 	os.WriteFile(ca, []byte("-----BEGIN CERTIFICATE-----\n"), 0o644)
-	return Inputs{Kptr: kptr, Plugin: "../../plugin.yaml", CAFile: ca}
+	return Inputs{Kptr: kptr, Verifier: verifier, Plugin: "../../plugin.yaml", CAFile: ca}
 }
 
 func TestImageContents(t *testing.T) {
@@ -83,6 +88,10 @@ func TestImageContents(t *testing.T) {
 	}
 	if k := fs[KptrPath]; k.data != "#!fake kptr\n" || k.mode != 0o755 || k.uid != 0 {
 		t.Errorf("kptr at %s: %+v", KptrPath, k)
+	}
+	// beside kptr, where kptr looks for its signature verifier
+	if v := fs[VerifierPath]; v.data != "#!fake kptr-sigverify\n" || v.mode != 0o755 || v.uid != 0 || path.Dir(VerifierPath) != path.Dir(KptrPath) {
+		t.Errorf("kptr-sigverify at %s: %+v", VerifierPath, v)
 	}
 	if !strings.Contains(fs["/etc/passwd"].data, "argocd:x:999:999:") || !strings.Contains(fs["/etc/group"].data, "argocd:x:999:") {
 		t.Errorf("no uid 999 user: %q", fs["/etc/passwd"].data)

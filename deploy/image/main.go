@@ -2,7 +2,7 @@
 // daemon: the same file tree and config as the Dockerfile, written as an OCI
 // image layout and a docker-loadable tarball with go-containerregistry.
 //
-//	go run ./deploy/image --kptr bin/kptr-static --out out/image [--prewarm DIR] [--tag REF]...
+//	go run ./deploy/image --kptr bin/kptr-static --sigverify bin/kptr-sigverify-static --out out/image [--prewarm DIR] [--tag REF]...
 //	go run ./deploy/image --out out/image --push REPOSITORY
 //
 // With --rootfs DIR it only lays out the image's files in DIR: the
@@ -50,6 +50,9 @@ const (
 	CacheDir     = CacheVolume + "/kptr"
 	PluginConfig = Home + "/cmp-server/config/plugin.yaml"
 	KptrPath     = "/usr/local/bin/kptr"
+	// VerifierPath is kptr's signature verifier, beside kptr where kptr
+	// looks for it (a signature policy in the sidecar needs it).
+	VerifierPath = "/usr/local/bin/kptr-sigverify"
 	// PrewarmDir holds a pre-warmed image set as an OCI layout (kptr prewarm
 	// --export); `kptr cache import` loads it into the cache volume.
 	PrewarmDir = "/usr/share/kptr/prewarm"
@@ -90,10 +93,11 @@ type entry struct {
 
 // Inputs are the host files the image is made of.
 type Inputs struct {
-	Kptr    string // static kptr binary
-	Plugin  string // plugin.yaml
-	CAFile  string // CA bundle for registries over TLS
-	Prewarm string // optional OCI layout directory to bake at PrewarmDir
+	Kptr     string // static kptr binary
+	Verifier string // static kptr-sigverify binary
+	Plugin   string // plugin.yaml
+	CAFile   string // CA bundle for registries over TLS
+	Prewarm  string // optional OCI layout directory to bake at PrewarmDir
 }
 
 const passwd = "root:x:0:0:root:/root:/sbin/nologin\nargocd:x:999:999:argocd:/home/argocd:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n"
@@ -132,6 +136,7 @@ func baseEntries(in Inputs) []entry {
 func appEntries(in Inputs) []entry {
 	return []entry{
 		{path: KptrPath, mode: 0o755, src: in.Kptr},
+		{path: VerifierPath, mode: 0o755, src: in.Verifier},
 		{path: PluginConfig, mode: 0o644, src: in.Plugin},
 	}
 }
@@ -237,7 +242,7 @@ func open(e entry) (io.Reader, int64, func(), error) {
 // Build assembles the image: base layer, app layer, optional prewarm layer.
 func Build(in Inputs, tmp string) (v1.Image, error) {
 	groups := [][]entry{baseEntries(in), appEntries(in)}
-	what := []string{"base: users, CA bundle, writable directories", "kptr and plugin.yaml"}
+	what := []string{"base: users, CA bundle, writable directories", "kptr, kptr-sigverify and plugin.yaml"}
 	if in.Prewarm != "" {
 		pe, err := prewarmEntries(in.Prewarm)
 		if err != nil {
@@ -326,6 +331,7 @@ func main() {
 	var out, rootfs, push string
 	var tags []string
 	flag.StringVar(&in.Kptr, "kptr", "bin/kptr-static", "static kptr binary")
+	flag.StringVar(&in.Verifier, "sigverify", "bin/kptr-sigverify-static", "static kptr-sigverify binary (kptr's signature verifier)")
 	flag.StringVar(&in.Plugin, "plugin", "plugin.yaml", "plugin.yaml")
 	flag.StringVar(&in.CAFile, "ca-file", "/etc/ssl/certs/ca-certificates.crt", "CA bundle")
 	flag.StringVar(&in.Prewarm, "prewarm", "", "OCI layout (kptr prewarm --export DIR) to bake into the image")
@@ -353,7 +359,7 @@ func main() {
 }
 
 func run(in Inputs, out, rootfs string, tags []string) error {
-	for _, f := range []string{in.Kptr, in.Plugin, in.CAFile} {
+	for _, f := range []string{in.Kptr, in.Verifier, in.Plugin, in.CAFile} {
 		if _, err := os.Stat(f); err != nil {
 			return err
 		}

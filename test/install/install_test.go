@@ -66,6 +66,7 @@ func TestInstallStagesBinaryAndCompletions(t *testing.T) {
 	p := dest + prefix
 	want := []string{
 		"opt/kptr-test/bin/kptr",
+		"opt/kptr-test/libexec/kptr/kptr-sigverify",
 		"opt/kptr-test/share/bash-completion/completions/kptr",
 		"opt/kptr-test/share/fish/vendor_completions.d/kptr.fish",
 		"opt/kptr-test/share/kptr/installed-dirs",
@@ -77,6 +78,10 @@ func TestInstallStagesBinaryAndCompletions(t *testing.T) {
 	st, err := os.Stat(p + "/bin/kptr")
 	if err != nil || st.Mode().Perm() != 0o755 {
 		t.Fatalf("bin/kptr: %v, mode %v, want 0755", err, st.Mode())
+	}
+	// the signature verifier where kptr looks for it, off PATH
+	if st, err := os.Stat(p + "/libexec/kptr/kptr-sigverify"); err != nil || st.Mode().Perm() != 0o755 {
+		t.Fatalf("libexec/kptr/kptr-sigverify: %v, want mode 0755", err)
 	}
 	out, err := exec.Command(p+"/bin/kptr", "version").Output()
 	if err != nil || !strings.HasPrefix(string(out), "kptr ") {

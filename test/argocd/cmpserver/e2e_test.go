@@ -260,6 +260,9 @@ func startServerWith(t testing.TB, operatorEnv map[string]string, o sidecarOptio
 	// kptr behind a wrapper that records each invocation's arguments, so
 	// that a test can tell whether Argo CD ran it (server.calls).
 	copyFile(t, kptrBinary(t), filepath.Join(bin, "kptr.real"), 0o755)
+	// its signature verifier beside it, where kptr looks (make build puts it
+	// beside bin/kptr)
+	copyFile(t, filepath.Join(filepath.Dir(kptrBinary(t)), "kptr-sigverify"), filepath.Join(bin, "kptr-sigverify"), 0o755)
 	run := `exec -a kptr "$0.real" "$@"`
 	if o.rss {
 		run = `exec /usr/bin/time -f "%M %e $1" -a -o "$TMPDIR/kptr-rss.log" "$0.real" "$@"`

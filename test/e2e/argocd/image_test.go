@@ -63,6 +63,8 @@ func staticKptr(t *testing.T) string {
 		p := filepath.Join(d, "kptr")
 		goCmd(t, []string{"CGO_ENABLED=1"}, "build", "-tags", "netgo,osusergo", "-trimpath",
 			"-ldflags", "-s -w -X main.version=e2e-image -linkmode external -extldflags -static", "-o", p, "./cmd/kptr")
+		// its signature verifier beside it, as `make image` builds it
+		goCmd(t, []string{"CGO_ENABLED=0"}, "build", "-trimpath", "-ldflags", "-s -w", "-o", staticVerifier(), "./cmd/kptr-sigverify")
 		kptrPath = p
 	})
 	if kptrPath == "" {
@@ -71,12 +73,15 @@ func staticKptr(t *testing.T) string {
 	return kptrPath
 }
 
+// staticVerifier is where staticKptr puts kptr-sigverify.
+func staticVerifier() string { return filepath.Join(kptrDir, "kptr-sigverify") }
+
 func TestImageRunsKptrInKptrsOwnSandbox(t *testing.T) {
 	tmp := t.TempDir()
 	kptr := staticKptr(t)
 	out := filepath.Join(tmp, "out")
 	const ref = "ghcr.io/kptr-dev/kptr:e2e"
-	goCmd(t, nil, "run", "./deploy/image", "--kptr", kptr, "--out", out, "--tag", ref)
+	goCmd(t, nil, "run", "./deploy/image", "--kptr", kptr, "--sigverify", staticVerifier(), "--out", out, "--tag", ref)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

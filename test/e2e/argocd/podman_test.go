@@ -250,7 +250,7 @@ func newPodman(t *testing.T, prefix string) *podman {
 		nofile.Cur, nofile.Cur, nproc.Cur, nproc.Cur), 0o644)
 	p.ref = fmt.Sprintf("localhost/kptr-e2e:podman-%d", os.Getpid())
 	out := filepath.Join(base, "image")
-	goCmd(t, nil, "run", "./deploy/image", "--kptr", staticKptr(t), "--out", out, "--tag", p.ref)
+	goCmd(t, nil, "run", "./deploy/image", "--kptr", staticKptr(t), "--sigverify", staticVerifier(), "--out", out, "--tag", p.ref)
 	if _, errs, code := p.run("load", "-i", filepath.Join(out, "kptr.tar")); code != 0 {
 		t.Fatalf("podman load: exit %d: %s", code, errs)
 	}

@@ -35,12 +35,15 @@ func TestMain(m *testing.M) {
 	binDir = d
 	os.Chmod(d, 0o755)
 	_, file, _, _ := runtime.Caller(0)
-	b := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(d, "kptr"), "./cmd/kptr")
-	b.Dir = filepath.Join(filepath.Dir(file), "..", "..", "..")
-	b.Env = append(os.Environ(), "CGO_ENABLED=1")
-	if out, err := b.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building kptr: %v\n%s", err, out)
-		os.Exit(1)
+	// kptr and, beside it where kptr looks, its signature verifier
+	for _, c := range []string{"kptr", "kptr-sigverify"} {
+		b := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(d, c), "./cmd/"+c)
+		b.Dir = filepath.Join(filepath.Dir(file), "..", "..", "..")
+		b.Env = append(os.Environ(), "CGO_ENABLED=1")
+		if out, err := b.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", c, err, out)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(d)
@@ -135,7 +138,13 @@ type result struct {
 // kptr runs kptr as the identity with a minimal environment plus env.
 func (w *world) kptr(t *testing.T, dir string, env []string, args ...string) result {
 	t.Helper()
-	argv := append([]string{filepath.Join(binDir, "kptr")}, args...)
+	return w.kptrFrom(t, binDir, dir, env, args...)
+}
+
+// kptrFrom is kptr for the kptr installed in bin.
+func (w *world) kptrFrom(t *testing.T, bin, dir string, env []string, args ...string) result {
+	t.Helper()
+	argv := append([]string{filepath.Join(bin, "kptr")}, args...)
 	if w.id.uid >= 0 {
 		argv = append([]string{"setpriv", "--reuid", fmt.Sprint(w.id.uid), "--regid", fmt.Sprint(w.id.uid),
 			"--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"}, argv...)

@@ -1,4 +1,4 @@
-package signature
+package sigverify
 
 import (
 	"crypto"
@@ -10,22 +10,24 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/bundle"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/verify"
+
+	"github.com/kptr-dev/kptr/internal/sigwire"
 )
 
 // verifyBundle checks a sigstore bundle (cosign's OCI 1.1 referrer form):
 // sigstore-go verifies the DSSE envelope's signature with the policy's key
 // (or a certificate from its Fulcio CA, for its issuer and email, at the
-// log's time) and, with rekor keys, the transparency-log entry; then the
-// verified in-toto statement must have a subject with exactly this digest,
-// whose name satisfies signedIdentity. A bundle with a bare message
-// signature names no image and never satisfies.
-func (q requirement) verifyBundle(intended ref, digest string, raw []byte) failure {
+// log's time) and, with rekor keys, the transparency-log entry. It returns
+// the verified in-toto statement's subjects; which of them must name the
+// digest and the image is the caller's rule. A bundle with a bare message
+// signature names no image and never verifies.
+func (q requirement) verifyBundle(raw []byte) ([]sigwire.Subject, failure) {
 	var b bundle.Bundle
 	if err := b.UnmarshalJSON(raw); err != nil {
-		return failure{rankMalformed, fmt.Sprintf("malformed sigstore bundle: %v", err)}
+		return nil, failure{sigwire.RankMalformed, fmt.Sprintf("malformed sigstore bundle: %v", err)}
 	}
 	if env, err := b.Envelope(); err != nil || env == nil {
-		return failure{rankMalformed, "sigstore bundle without a DSSE in-toto statement (a bare message signature names no image)"}
+		return nil, failure{sigwire.RankMalformed, "sigstore bundle without a DSSE in-toto statement (a bare message signature names no image)"}
 	}
 	var opts []verify.VerifierOption
 	if len(q.rekor) > 0 {
@@ -37,7 +39,7 @@ func (q requirement) verifyBundle(intended ref, digest string, raw []byte) failu
 	if q.fulcio != nil {
 		ci, err := verify.NewShortCertificateIdentity(q.fulcio.oidcIssuer, "", q.fulcio.subjectEmail, "")
 		if err != nil {
-			return failure{rankMalformed, err.Error()}
+			return nil, failure{sigwire.RankMalformed, err.Error()}
 		}
 		id = verify.WithCertificateIdentity(ci)
 	} else {
@@ -48,7 +50,7 @@ func (q requirement) verifyBundle(intended ref, digest string, raw []byte) failu
 	for _, tm := range q.trustedMaterials() {
 		v, err := verify.NewVerifier(tm, opts...)
 		if err != nil {
-			return failure{rankMalformed, err.Error()}
+			return nil, failure{sigwire.RankMalformed, err.Error()}
 		}
 		if res, lastErr = v.Verify(&b, verify.NewPolicy(verify.WithoutArtifactUnsafe(), id)); lastErr == nil {
 			break
@@ -58,42 +60,22 @@ func (q requirement) verifyBundle(intended ref, digest string, raw []byte) failu
 		msg := fmt.Sprint(lastErr)
 		switch {
 		case strings.Contains(msg, "certificate identity") || strings.Contains(msg, "no matching CertificateIdentity"):
-			return failure{rankIdentity, "identity mismatch: the bundle's certificate is not for the policy's issuer and email (" + msg + ")"}
+			return nil, failure{sigwire.RankIdentity, "identity mismatch: the bundle's certificate is not for the policy's issuer and email (" + msg + ")"}
 		case strings.Contains(msg, "tlog") || strings.Contains(msg, "transparency") || strings.Contains(msg, "timestamp"):
-			return failure{rankCertOrLog, "sigstore bundle: " + msg}
+			return nil, failure{sigwire.RankCertOrLog, "sigstore bundle: " + msg}
 		case strings.Contains(msg, "certificate"):
-			return failure{rankCertOrLog, "sigstore bundle: " + msg}
+			return nil, failure{sigwire.RankCertOrLog, "sigstore bundle: " + msg}
 		}
-		return failure{rankWrongKey, "wrong key: the sigstore bundle does not verify with the policy's key (signed by another key, or the bundle was altered): " + msg}
+		return nil, failure{sigwire.RankWrongKey, "wrong key: the sigstore bundle does not verify with the policy's key (signed by another key, or the bundle was altered): " + msg}
 	}
 	if res.Statement == nil {
-		return failure{rankMalformed, "sigstore bundle without an in-toto statement"}
+		return nil, failure{sigwire.RankMalformed, "sigstore bundle without an in-toto statement"}
 	}
-	want := strings.TrimPrefix(digest, "sha256:")
-	var names []string
+	var out []sigwire.Subject
 	for _, s := range res.Statement.GetSubject() {
-		if s.GetDigest()["sha256"] == want {
-			names = append(names, s.GetName())
-		}
+		out = append(out, sigwire.Subject{Name: s.GetName(), SHA256: s.GetDigest()["sha256"]})
 	}
-	if len(names) == 0 {
-		var got []string
-		for _, s := range res.Statement.GetSubject() {
-			got = append(got, "sha256:"+s.GetDigest()["sha256"])
-		}
-		return failure{rankDigest, "digest mismatch: the signature is for " + orNone(strings.Join(got, ", "))}
-	}
-	best := failure{rankMalformed, "no subject"}
-	for _, n := range names {
-		f := checkIdentity(q.identity, intended, n)
-		if f.rank == 0 {
-			return f
-		}
-		if f.rank >= best.rank {
-			best = f
-		}
-	}
-	return best
+	return out, failure{}
 }
 
 // trustedMaterials is what sigstore-go verifies a bundle against: one
