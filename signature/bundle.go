@@ -18,7 +18,8 @@ import (
 // log's time) and, with rekor keys, the transparency-log entry; then the
 // verified in-toto statement must have a subject with exactly this digest,
 // whose name satisfies signedIdentity. A bundle with a bare message
-// signature names no image and never satisfies.
+// signature, or a subject without a name (cosign's --new-bundle-format),
+// names no image and never satisfies.
 func (q requirement) verifyBundle(intended ref, digest string, raw []byte) failure {
 	var b bundle.Bundle
 	if err := b.UnmarshalJSON(raw); err != nil {
@@ -86,6 +87,12 @@ func (q requirement) verifyBundle(intended ref, digest string, raw []byte) failu
 	best := failure{rankMalformed, "no subject"}
 	for _, n := range names {
 		f := checkIdentity(q.identity, intended, n)
+		if n == "" {
+			// cosign's --new-bundle-format (v2.6.5; cosign 3's default)
+			// names the digest alone, no repository to hold to signedIdentity
+			f = failure{rankIdentity, fmt.Sprintf("identity mismatch: the sigstore bundle names only the digest, no image, and %s wants %s; "+
+				"sign in cosign's classic format (cosign sign --new-bundle-format=false), whose signature names the image", q.identity, intended)}
+		}
 		if f.rank == 0 {
 			return f
 		}
