@@ -44,6 +44,7 @@ const (
 	sigsetType     = "application/vnd.dev.kptr.signatures.v1+json"
 	simpleSigning  = "application/vnd.dev.cosign.simplesigning.v1+json"
 	bundleV03      = "application/vnd.dev.sigstore.bundle.v0.3+json"
+	ociEmpty       = "application/vnd.oci.empty.v1+json"
 	annCosignSig   = "dev.cosignproject.cosign/signature"
 	annCosignCert  = "dev.sigstore.cosign/certificate"
 	annCosignChain = "dev.sigstore.cosign/chain"
@@ -65,6 +66,19 @@ const ExitSignature = 4
 // digest (nil: no policy, no signature is looked at).
 func WithSignaturePolicy(p *signature.Policy) Option {
 	return func(s *settings) { s.sigPolicy = p }
+}
+
+// artifactType is an OCI manifest's artifact type: its artifactType, else
+// its config's media type ("" when raw is no manifest).
+func artifactType(raw []byte) string {
+	mf, err := v1.ParseManifest(bytes.NewReader(raw))
+	if err != nil {
+		return ""
+	}
+	if mf.ArtifactType != "" {
+		return mf.ArtifactType
+	}
+	return string(mf.Config.MediaType)
 }
 
 // isBundleType reports whether an artifact or media type names a sigstore
@@ -258,7 +272,13 @@ func (c *Cache) fetchSignatures(ctx context.Context, ir imageRef, desc v1.Descri
 		}
 		n := 0
 		for _, m := range im.Manifests {
-			if !isBundleType(m.ArtifactType) {
+			// cosign (v2.6.5, --new-bundle-format) lists its bundle in the
+			// referrers tag fallback under its config's media type, the
+			// OCI empty type, not the manifest's artifactType: such an
+			// entry (or one with none) is read, and kept if the manifest
+			// itself names a bundle
+			unsure := m.ArtifactType == "" || m.ArtifactType == ociEmpty
+			if !isBundleType(m.ArtifactType) && !unsure {
 				continue
 			}
 			if n++; n > maxReferrers {
@@ -275,11 +295,17 @@ func (c *Cache) fetchSignatures(ctx context.Context, ir imageRef, desc v1.Descri
 			if md.Digest != m.Digest {
 				return v1.Hash{}, &registryError{host: host, msg: fmt.Sprintf("referrer %s: the registry sent %s", m.Digest, md.Digest)}
 			}
+			at := m.ArtifactType
+			if unsure {
+				if at = artifactType(md.Manifest); !isBundleType(at) {
+					continue
+				}
+			}
 			d, err := c.storeSignatureManifest(ctx, repo, md.Manifest, md.Digest, md.MediaType, func(l v1.Descriptor) bool { return isBundleType(string(l.MediaType)) })
 			if err != nil {
 				return v1.Hash{}, &registryError{host: host, msg: fmt.Sprintf("referrer %s: %v", m.Digest, err)}
 			}
-			d.ArtifactType = m.ArtifactType
+			d.ArtifactType = at
 			d.Annotations = map[string]string{annSigSource: "referrer"}
 			set.Manifests = append(set.Manifests, d)
 		}

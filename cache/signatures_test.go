@@ -1,7 +1,9 @@
 package cache
 
 import (
+	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,9 +12,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
@@ -280,3 +284,71 @@ func TestBundleReferrer(t *testing.T) {
 		t.Fatalf("another key: %v", err)
 	}
 }
+
+// cosign v2.6.5's --new-bundle-format on a registry without the referrers
+// API: the bundle's manifest carries artifactType (the bundle type, over
+// the OCI empty config), but the referrers tag fallback cosign writes lists
+// it under the config's media type. kptr reads the manifest to decide, and
+// the bundle satisfies the policy.
+func TestBundleListedUnderTheEmptyType(t *testing.T) {
+	reg := newTestRegistry(t)
+	repo := reg.Host + "/fn/cosign-bundled"
+	img := image(t, false, HostPlatform().Architecture, gzipLayer(t, file("usr/local/bin/function", "c")))
+	d := push(t, img, repo+":v1")
+	raw, _ := img.RawManifest()
+	mt, _ := img.MediaType()
+	k := cosigner.NewKey(t)
+	b := k.Bundle(t, repo, d.String())
+
+	// the bundle's manifest as cosign writes it: artifactType set, the
+	// config the OCI empty descriptor
+	bm := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), ociEmpty)
+	bm, err := mutate.Append(bm, mutate.Addendum{Layer: static.NewLayer(b, bundleV03)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bi := mutate.Subject(bm, v1.Descriptor{MediaType: mt, Digest: d, Size: int64(len(raw))}).(v1.Image)
+	bd, _ := bi.Digest()
+	push(t, bi, repo+"@"+bd.String()) // the blobs, and a manifest without artifactType
+	braw, _ := bi.RawManifest()
+	var m map[string]any
+	if err := json.Unmarshal(braw, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["artifactType"] = bundleV03
+	cosignRaw, _ := json.Marshal(m)
+	cosignDigest := putRaw(t, repo, "", cosignRaw)
+	// the fallback index, last, as cosign leaves it: one entry, the empty type
+	idx, _ := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": types.OCIImageIndex, "manifests": []map[string]any{{
+		"mediaType": types.OCIManifestSchema1, "size": len(cosignRaw), "digest": cosignDigest.String(), "artifactType": ociEmpty}}})
+	putRaw(t, repo, "sha256-"+d.Hex, idx)
+
+	if _, err := openTest(t, t.TempDir(), WithSignaturePolicy(policyFor(t, reg.Host, k))).Resolve(ctx, repo+":v1"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// putRaw puts a manifest's bytes under tag (by its digest when tag is "").
+func putRaw(t *testing.T, repo, tag string, raw []byte) v1.Hash {
+	t.Helper()
+	h, _, err := v1.SHA256(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := name.NewRepository(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref name.Reference = r.Digest(h.String())
+	if tag != "" {
+		ref = r.Tag(tag)
+	}
+	if err := remote.Put(ref, rawManifest(raw)); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+type rawManifest []byte
+
+func (r rawManifest) RawManifest() ([]byte, error) { return r, nil }

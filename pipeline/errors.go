@@ -3,6 +3,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	kptv1 "github.com/kptr-dev/kptr/pipeline/kptfile/v1"
@@ -76,13 +77,22 @@ func (e *Error) Line() string {
 }
 
 // kerr mirrors kpt's errors.Error: an operation, a package and a cause,
-// formatted the way kpt's render status shows them.
+// formatted the way kpt's render status shows them. path is the package as
+// kptr names it (root-relative, "." or "./db"); dir is its absolute
+// directory, from which the Kptfile status names it as kpt does
+// (statusMessage).
 type kerr struct {
-	op, path string
-	err      error
+	op, path, dir string
+	err           error
 }
 
 func (e *kerr) Error() string {
+	return e.format(func(k *kerr) string { return k.path }, error.Error)
+}
+
+// format writes e as kpt's errors.Error does, naming a package by pkg and
+// a cause that is not a kerr by leaf.
+func (e *kerr) format(pkg func(*kerr) string, leaf func(error) string) string {
 	var b strings.Builder
 	pad := func(s string) {
 		if b.Len() > 0 {
@@ -94,31 +104,83 @@ func (e *kerr) Error() string {
 	}
 	if e.path != "" {
 		pad(": ")
-		b.WriteString("pkg " + e.path)
+		b.WriteString("pkg " + pkg(e))
 	}
 	if e.err != nil {
 		var inner *kerr
-		if errors.As(e.err, &inner) {
+		switch {
+		case errors.As(e.err, &inner) && inner == e.err:
 			pad(":\n\t")
-		} else {
+			b.WriteString(inner.format(pkg, leaf))
+		case inner != nil:
+			pad(":\n\t")
+			b.WriteString(leaf(e.err))
+		default:
 			pad(": ")
+			b.WriteString(leaf(e.err))
 		}
-		b.WriteString(e.err.Error())
 	}
 	return b.String()
 }
 
 func (e *kerr) Unwrap() error { return e.err }
 
-// wrap is kpt's errors.E: a nested error for the same package drops its path.
-func wrap(op, path string, err error) error {
+// wrap is kpt's errors.E: a nested error for the same package drops its
+// path. pn is the package (nil for none).
+func wrap(op string, pn *pkgNode, err error) error {
+	path, dir := pn.ids()
 	if inner, ok := err.(*kerr); ok && inner.path == path {
 		cp := *inner
-		cp.path = ""
+		cp.path, cp.dir = "", ""
 		err = &cp
 	}
-	return &kerr{op: op, path: path, err: err}
+	return &kerr{op: op, path: path, dir: dir, err: err}
 }
+
+// statusMessage is err as the Rendered condition's message words it,
+// following kpt main's updateRenderStatus (pkg/lib/kptops/render_executor.go)
+// and errors.Error (pkg/lib/errors/errors.go): each package is named by
+// its path relative to the working directory, or by its absolute path
+// where that relative path would climb out ("..") or cannot be formed; a
+// file kptr names relative to its package is named by its absolute path;
+// then every occurrence of the root package's directory becomes ".". So
+// `kpt fn render p1` names the root "p1" and its bad file "./bad.yaml",
+// and a package outside the working directory is ".", its subpackage
+// "./db".
+func statusMessage(err error, root, cwd string) string {
+	pkg := func(k *kerr) string {
+		if cwd == "" {
+			return k.dir
+		}
+		rel, err := filepath.Rel(cwd, k.dir)
+		if err != nil || strings.HasPrefix(rel, "..") {
+			return k.dir
+		}
+		return rel
+	}
+	leaf := func(err error) string {
+		s := err.Error()
+		var fe *fileError
+		if errors.As(err, &fe) {
+			s = strings.Replace(s, fe.short, fe.full, 1)
+		}
+		return s
+	}
+	var msg string
+	if ke, ok := err.(*kerr); ok {
+		msg = ke.format(pkg, leaf)
+	} else {
+		msg = leaf(err)
+	}
+	return strings.ReplaceAll(msg, root, ".")
+}
+
+// fileError is a package file that could not be read. Its text names the
+// file relative to its package, as kptr prints it (short); full names it by
+// its absolute path, as kpt's reader does, for the status message.
+type fileError struct{ short, full string }
+
+func (e *fileError) Error() string { return e.short }
 
 // errHandled: the transcript already shows this failure (a function exited non-zero).
 var errHandled = errors.New("already handled error")

@@ -28,12 +28,23 @@ type pkgNode struct {
 	subsOK  bool
 }
 
-// status is the package path as kpt's render status shows it.
+// status is the package's path from the root as kptr names it ("." or
+// "./db": Error.Pkg, the errors' text); the Kptfile status names packages
+// as kpt does instead (statusMessage).
 func (p *pkgNode) status() string {
 	if p.rel == "." {
 		return "."
 	}
 	return "./" + filepath.ToSlash(p.rel)
+}
+
+// ids is the package's path as status() gives it and its absolute
+// directory, for kerr; both "" for a nil package.
+func (p *pkgNode) ids() (path, dir string) {
+	if p == nil {
+		return "", ""
+	}
+	return p.status(), p.dir
 }
 
 // name is the package directory's name in the root package's file system.
@@ -43,11 +54,11 @@ func (p *pkgNode) name() string { return filepath.ToSlash(p.rel) }
 func (p *pkgNode) loadKptfile() error {
 	kf, err := kptv1.Read(p.fs, p.name(), p.dir, p.status())
 	if err != nil {
-		return wrap("pkg.read", p.status(), err)
+		return wrap("pkg.read", p, err)
 	}
 	p.kf = kf
 	if err := p.validate(); err != nil {
-		return wrap("pkg.read", p.status(), err)
+		return wrap("pkg.read", p, err)
 	}
 	return nil
 }
@@ -88,7 +99,7 @@ func (p *pkgNode) subpackages(root *pkgNode) ([]*pkgNode, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, wrap("pkg.Subpackages", p.status(), err)
+		return nil, wrap("pkg.Subpackages", p, err)
 	}
 	var subs []*pkgNode
 	for _, name := range dirs {
@@ -96,7 +107,7 @@ func (p *pkgNode) subpackages(root *pkgNode) ([]*pkgNode, error) {
 		sub := &pkgNode{fs: p.fs, dir: p.fs.abs(name), rel: rel, display: root.display + "/" + name}
 		kf, err := kptv1.Read(p.fs, name, sub.dir, sub.status())
 		if err != nil {
-			return nil, wrap("pkg.Subpackages", sub.status(), err)
+			return nil, wrap("pkg.Subpackages", sub, err)
 		}
 		sub.kf = kf
 		subs = append(subs, sub)
@@ -114,12 +125,14 @@ func (p *pkgNode) localResources() ([]*yaml.RNode, error) {
 	if errors.As(err, &over) {
 		cp := *over // named relative to the package, as below; the type (exit 2) kept
 		cp.File = strings.TrimPrefix(cp.File, p.dir+string(filepath.Separator))
-		return nil, wrap("pkg.readResources", p.status(), &cp)
+		return nil, wrap("pkg.readResources", p, &cp)
 	}
 	if err != nil {
-		// name the file relative to the package, not by its absolute path
-		msg := strings.ReplaceAll(err.Error(), p.dir+string(filepath.Separator), "")
-		return nil, wrap("pkg.readResources", p.status(), inputErr(errors.New(msg)))
+		// kptr names the file relative to the package, not by its absolute
+		// path; the status message names it as kpt does (statusMessage)
+		full := err.Error()
+		short := strings.ReplaceAll(full, p.dir+string(filepath.Separator), "")
+		return nil, wrap("pkg.readResources", p, inputErr(&fileError{short: short, full: full}))
 	}
 	return nodes, nil
 }

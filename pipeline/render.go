@@ -72,7 +72,7 @@ func Render(ctx context.Context, dir string, opts Options) (*Output, error) {
 		inputFiles: map[string]bool{}, latest: map[*pkgNode][]*yaml.RNode{}}
 	if _, err := os.Stat(filepath.Join(abs, kptv1.KptFileName)); err != nil {
 		if os.IsNotExist(err) {
-			return nil, newError(wrap("fn.render", "", &noKptfileError{path: abs}), ".", "")
+			return nil, newError(wrap("fn.render", nil, &noKptfileError{path: abs}), ".", "")
 		}
 	}
 	// in place: lock the package until the result is committed, finishing
@@ -92,7 +92,7 @@ func Render(ctx context.Context, dir string, opts Options) (*Output, error) {
 	}
 	r.root = &pkgNode{fs: fs, dir: abs, rel: ".", display: filepath.Base(abs)}
 	if err := r.root.loadKptfile(); err != nil {
-		return nil, newError(wrap("fn.render", "", err), ".", "")
+		return nil, newError(wrap("fn.render", nil, err), ".", "")
 	}
 	prepCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -223,17 +223,17 @@ func (r *renderer) hydrate(pn *pkgNode) ([]*yaml.RNode, error) {
 	r.pkgs++
 	subs, err := pn.subpackages(r.root)
 	if err != nil {
-		return nil, wrap("pkg.render", pn.status(), err)
+		return nil, wrap("pkg.render", pn, err)
 	}
 	local, err := pn.localResources()
 	if err != nil {
-		return nil, wrap("pkg.render", pn.status(), err)
+		return nil, wrap("pkg.render", pn, err)
 	}
 	r.trackInput(pn, local)
 	input := append([]*yaml.RNode{}, local...)
 	for _, sub := range subs {
 		if err := sub.validate(); err != nil {
-			return nil, wrap("pkg.render", sub.status(), wrap("pkg.read", sub.status(), err))
+			return nil, wrap("pkg.render", sub, wrap("pkg.read", sub, err))
 		}
 		out, err := r.hydrate(sub)
 		if err != nil {
@@ -242,13 +242,13 @@ func (r *renderer) hydrate(pn *pkgNode) ([]*yaml.RNode, error) {
 			// collapses to the subpackage's own error ("pkg.render: pkg
 			// ./db:\n\tpipeline.run: ..."), deeper ones nest
 			// ("pkg.render: pkg ./a:\n\tpkg ./a/b:\n\tpipeline.run: ...")
-			return nil, kptE("pkg.render", sub.status(), err)
+			return nil, kptE("pkg.render", sub, err)
 		}
 		input = append(input, out...)
 	}
 	out, err := r.runPipeline(pn, input)
 	if err != nil {
-		return nil, wrap("pkg.render", pn.status(), err)
+		return nil, wrap("pkg.render", pn, err)
 	}
 	r.latest[pn] = out
 	return out, nil
@@ -267,7 +267,7 @@ func (r *renderer) hydrate(pn *pkgNode) ([]*yaml.RNode, error) {
 // package are dropped. The result is every package's resources in
 // breadth-first order.
 func (r *renderer) hydrateBFS() ([]*yaml.RNode, error) {
-	root := r.root.status()
+	root := r.root
 	var order []*pkgNode
 	children := map[*pkgNode][]*pkgNode{}
 	current := map[string][]*yaml.RNode{}
@@ -290,7 +290,7 @@ func (r *renderer) hydrateBFS() ([]*yaml.RNode, error) {
 		}
 		for _, sub := range subs {
 			if err := sub.validate(); err != nil {
-				return nil, kptE("pkg.render", root, wrap("pkg.read", sub.status(), err))
+				return nil, kptE("pkg.render", root, wrap("pkg.read", sub, err))
 			}
 		}
 		children[pn] = subs
@@ -353,18 +353,19 @@ func (r *renderer) hydrateBFS() ([]*yaml.RNode, error) {
 
 // kptE is kpt's errors.E(op, path, err): when err is itself such an error,
 // its package and operation are dropped where they repeat the outer ones.
-func kptE(op, path string, err error) error {
+func kptE(op string, pn *pkgNode, err error) error {
+	path, dir := pn.ids()
 	if inner, ok := err.(*kerr); ok {
 		cp := *inner
 		if cp.path == path {
-			cp.path = ""
+			cp.path, cp.dir = "", ""
 		}
 		if cp.op == op {
 			cp.op = ""
 		}
 		err = &cp
 	}
-	return &kerr{op: op, path: path, err: err}
+	return &kerr{op: op, path: path, dir: dir, err: err}
 }
 
 func (r *renderer) trackInput(pn *pkgNode, nodes []*yaml.RNode) {
@@ -395,10 +396,10 @@ func (r *renderer) runPipeline(pn *pkgNode, input []*yaml.RNode) ([]*yaml.RNode,
 	r.latest[pn] = input
 	out, err := r.runMutators(pn, input)
 	if err != nil {
-		return nil, wrap("pipeline.run", pn.status(), err)
+		return nil, wrap("pipeline.run", pn, err)
 	}
 	if err := r.runValidators(pn, out); err != nil {
-		return nil, wrap("pipeline.run", pn.status(), err)
+		return nil, wrap("pipeline.run", pn, err)
 	}
 	r.pr.printf("\n")
 	return out, nil

@@ -274,7 +274,11 @@ func (r *renderer) status(renderErr error) *kptv1.Status {
 	if renderErr == nil {
 		st.Conditions = []kptv1.Condition{{Type: kptv1.ConditionRendered, Status: "True", Reason: kptv1.ReasonSuccess}}
 	} else {
-		st.Conditions = []kptv1.Condition{{Type: kptv1.ConditionRendered, Status: "False", Reason: kptv1.ReasonFailed, Message: renderErr.Error()}}
+		// kpt names packages relative to the working directory here (and
+		// an unknown one by its absolute path, which the root's "." then covers)
+		cwd, _ := os.Getwd()
+		msg := statusMessage(renderErr, r.root.dir, cwd)
+		st.Conditions = []kptv1.Condition{{Type: kptv1.ConditionRendered, Status: "False", Reason: kptv1.ReasonFailed, Message: msg}}
 	}
 	if len(r.mutationSteps) == 0 && len(r.validationSteps) == 0 {
 		return st

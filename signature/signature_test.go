@@ -400,7 +400,9 @@ func TestBundleWithKey(t *testing.T) {
 		"wrong key: the sigstore bundle": cosigner.TamperBundle(t, good),
 		"digest mismatch":                k.Bundle(t, repo, other),
 		"identity mismatch":              k.Bundle(t, "registry.example.com/kpt-fn/evil", digest),
-		"malformed sigstore bundle":      []byte(`{"mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json"}`),
+		// cosign sign --new-bundle-format's statement: the digest, no name
+		"the sigstore bundle names only the digest, no image, and matchRepository wants": k.Bundle(t, "", digest),
+		"malformed sigstore bundle": []byte(`{"mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json"}`),
 	}
 	for want, b := range cases {
 		if d := p.Evaluate(repo+":v1", digest, bundle(b)); d.Allowed || !strings.Contains(d.Reason, want) {

@@ -210,6 +210,12 @@ func checkSubjects(id identityRule, intended ref, digest string, subjects []sigw
 	best := failure{rankMalformed, "no subject"}
 	for _, n := range names {
 		f := checkIdentity(id, intended, n)
+		if n == "" {
+			// cosign's --new-bundle-format (v2.6.5; cosign 3's default)
+			// names the digest alone, no repository to hold to signedIdentity
+			f = failure{rankIdentity, fmt.Sprintf("identity mismatch: the sigstore bundle names only the digest, no image, and %s wants %s; "+
+				"sign in cosign's classic format (cosign sign --new-bundle-format=false), whose signature names the image", id, intended)}
+		}
 		if f.rank == 0 {
 			return f
 		}

@@ -19,8 +19,9 @@ import (
 // (or a certificate from its Fulcio CA, for its issuer and email, at the
 // log's time) and, with rekor keys, the transparency-log entry. It returns
 // the verified in-toto statement's subjects; which of them must name the
-// digest and the image is the caller's rule. A bundle with a bare message
-// signature names no image and never verifies.
+// digest and the image is the caller's rule (a subject without a name,
+// cosign's --new-bundle-format, never satisfies it). A bundle with a bare
+// message signature names no image and never verifies.
 func (q requirement) verifyBundle(raw []byte) ([]sigwire.Subject, failure) {
 	var b bundle.Bundle
 	if err := b.UnmarshalJSON(raw); err != nil {

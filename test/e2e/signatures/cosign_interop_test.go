@@ -22,7 +22,9 @@ import (
 // log); kptr, pulling through a mirror, verifies it under a policy that
 // remaps the mirror's name, refuses an unsigned image, and refuses the
 // signed one named by tag under remapIdentity's matchRepoDigestOrExact (cosign's payload names
-// the repository without a tag), as containers/image does.
+// the repository without a tag), as containers/image does; accepts it by tag
+// once signed with --sign-container-identity for the Kptfile's name; and
+// refuses cosign's --new-bundle-format bundle in words (it names no image).
 func TestCosignInterop(t *testing.T) {
 	cosign := os.Getenv("KPTR_COSIGN")
 	if cosign == "" {
@@ -79,4 +81,17 @@ func TestCosignInterop(t *testing.T) {
 	r = w.kptr(t, "", env, "cache", "pull", "gcr.io/kpt-fn/cosigned:v3")
 	t.Logf("signed for the logical name, by tag: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	r.exits(t, 0)
+
+	// cosign's sigstore bundle (--new-bundle-format, cosign 3's default),
+	// in the referrers tag fallback of the mirror's copy: found and
+	// verified, but its statement names only the digest, no repository for
+	// signedIdentity (sigstore/cosign#5014), so it is refused in words.
+	fourth := fnimage.Build(t, "cat", fnimage.WithLayers(fnimage.Layer(t, map[string]string{"case": "cosign-bundle"})))
+	fd, _ := fourth.Digest()
+	fnimage.Push(t, fourth, repo+":v4")
+	run(pw, "sign", "--key", "cosign.key", "--tlog-upload=false", "--allow-insecure-registry", "-y",
+		"--new-bundle-format", repo+"@"+fd.String())
+	r = w.kptr(t, "", env, "cache", "pull", "gcr.io/kpt-fn/cosigned@"+fd.String())
+	t.Logf("a sigstore bundle, by digest: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	r.exits(t, 4).says(t, "the sigstore bundle names only the digest, no image", "cosign sign --new-bundle-format=false")
 }
