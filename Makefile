@@ -151,6 +151,8 @@ define run-unpriv
 	$(GO) test -c $(1) -o "$$d/landlock.test" ./runtime/landlock; \
 	$(GO) test -c $(1) -o "$$d/kptr.test" ./cmd/kptr; \
 	$(GO) test -c $(1) -o "$$d/launcher.test" ./runtime/launcher; \
+	$(GO) test -c $(1) -o "$$d/cache.test" ./cache; \
+	$(GO) build -o "$$d/kptr-sigverify" ./cmd/kptr-sigverify; \
 	chmod -R a+rX "$$d"; \
 	if [ "$$(id -u)" = 0 ]; then \
 	  chown $(UNPRIV_UID):$(UNPRIV_UID) "$$d/home" "$$d/tmp"; \
@@ -167,6 +169,7 @@ define run-unpriv
 	done; \
 	$$e $$as ./kptr.test -test.v=test2json -test.count=1 -test.run '$(SANDBOX_CMD_TESTS)' 2>&1 | $(GO) tool test2json -t -p cmd/kptr | $(TESTSUM) -suite "cmd/kptr sandbox tests $$who" || rc=1; \
 	$$e $$as ./launcher.test -test.v=test2json -test.count=1 -test.timeout=5m 2>&1 | $(GO) tool test2json -t -p runtime/launcher | $(TESTSUM) -suite "runtime/launcher suite $$who" || rc=1; \
+	$$e $$as ./cache.test -test.v=test2json -test.count=1 -test.timeout=10m 2>&1 | $(GO) tool test2json -t -p cache | $(TESTSUM) -suite "cache suite (ownership checks as the sidecar's user) $$who" || rc=1; \
 	exit $$rc
 endef
 
