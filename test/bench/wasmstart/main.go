@@ -13,14 +13,16 @@
 // taken from its rusage. The ways (runtime/wasm's Start):
 //
 //   - compile: the optimizing compiler into an empty cache directory, then
-//     the run (StartCompiled; kptr before issue 33's last item);
+//     the run (StartCompiled, kptr's default); compile-1 (-ways) with one
+//     compiler goroutine, as kptr compiled before;
 //   - interpret: wazero's interpreter alone, nothing compiled
 //     (StartInterpreted); a run longer than -interpret-max is stopped and
 //     shown as "> max";
 //   - both: the interpreter at once while the compiler works in the
 //     background, switching to the compiled module when it is ready first
-//     (StartBoth, kptr's default); its second column is when the process
-//     could exit with the module compiled (Close waits for the compiler);
+//     (StartBoth); its second column is when the process could exit with
+//     the module compiled (Close waits for the compiler); both-1 (-ways)
+//     with one compiler goroutine;
 //   - cached: the cache directory already holds the compiled code (a later
 //     kptr process, or any after `kptr prewarm`).
 //
