@@ -116,6 +116,8 @@ type engine struct {
 	sf          singleflight.Group         // compilations, by module
 	isf         singleflight.Group         // preparations for the interpreter
 	compiling   sync.WaitGroup             // compilations under way, awaited by Close
+	closing     context.Context            // ended by Close to drop the compilations under way
+	drop        context.CancelCauseFunc    // ends closing
 	switches    atomic.Int64               // interpreted runs ended for the compiled module
 
 	// compileGate, set by tests, is called as a compilation starts: it
@@ -159,9 +161,10 @@ func WithCacheDir(dir string) Option { return func(r *Runner) { r.cacheDir = dir
 
 // New returns a Runner. Nothing is compiled until the first run.
 func New(opts ...Option) *Runner {
+	e := &engine{compiled: map[string]*compiledModule{}, interpreted: map[string]*compiledModule{}}
+	e.closing, e.drop = context.WithCancelCause(context.Background())
 	r := &Runner{timeout: runtime.DefaultTimeout, maxOutput: runtime.DefaultMaxOutput,
-		memoryLimit: DefaultMemoryLimit, workers: max(goruntime.GOMAXPROCS(0), 2),
-		engine: &engine{compiled: map[string]*compiledModule{}, interpreted: map[string]*compiledModule{}}}
+		memoryLimit: DefaultMemoryLimit, workers: max(goruntime.GOMAXPROCS(0), 2), engine: e}
 	for _, o := range opts {
 		o(r)
 	}
@@ -215,10 +218,13 @@ func (r *Runner) newRuntime(dir string, interp bool) (wazero.Runtime, error) {
 	return rt, nil
 }
 
-// Close waits for the compilations under way (so the compiled code is in
-// the cache directory for the next process; one abandoned, see background,
-// ends at once), then releases the compiled modules and the runtimes.
+// Close ends the compilations under way in the background, or under
+// StartBoth waits for them (background), then releases the compiled
+// modules and the runtimes.
 func (r *Runner) Close() error {
+	if r.start != StartBoth {
+		r.drop(errClosed)
+	}
 	r.compiling.Wait()
 	r.mu.Lock()
 	rts := r.runtimes
@@ -309,33 +315,42 @@ func (r *Runner) compile(ctx context.Context, m wasmModule) (*compiledModule, er
 
 // background starts m's compilation, unless one is in flight already (which
 // it then joins), without waiting for it: the channel has its result. The
-// compilation outlives ctx's plain end (the run that started it returns
-// long before it), but ends with ctx when ctx ends for a cause (a signal,
-// a deadline); Close waits for it, so a process that closes its Runner
-// leaves the module compiled for the next.
+// compilation outlives ctx's plain end (the run or preparation that started
+// it returns long before it), but ends with ctx when ctx ends for a cause
+// (a signal, a deadline). Close waits for it under StartBoth, so a process
+// that closes its Runner leaves the module compiled for the next (its
+// interpreted runs did not need it); otherwise Close drops it (a function
+// prepared that never ran).
 func (r *Runner) background(ctx context.Context, m wasmModule) <-chan singleflight.Result {
 	r.compiling.Add(1)
-	in := r.sf.DoChan(m.key, r.compileFunc(abandonedOnCause(ctx), m))
+	cctx, release := r.backgroundContext(ctx)
+	in := r.sf.DoChan(m.key, r.compileFunc(cctx, m))
 	out := make(chan singleflight.Result, 1)
 	go func() {
 		res := <-in
+		release()
 		r.compiling.Done()
 		out <- res
 	}()
 	return out
 }
 
-// abandonedOnCause is a context that ctx's plain cancellation
-// (context.Canceled: the caller is done) does not end, but its end for any
-// other cause does.
-func abandonedOnCause(ctx context.Context) context.Context {
+// errClosed ends the compilations Close drops.
+var errClosed = errors.New("the runner closed")
+
+// backgroundContext is the context of a compilation started in the
+// background by a caller with ctx: ended by ctx's end for a cause other
+// than a plain cancellation (context.Canceled: the caller is done), and by
+// Close dropping it. release frees what watches them.
+func (r *Runner) backgroundContext(ctx context.Context) (_ context.Context, release func()) {
 	bg, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	context.AfterFunc(ctx, func() {
+	stopCaller := context.AfterFunc(ctx, func() {
 		if cause := context.Cause(ctx); cause != context.Canceled {
 			cancel(cause)
 		}
 	})
-	return bg
+	stopClose := context.AfterFunc(r.closing, func() { cancel(context.Cause(r.closing)) })
+	return bg, func() { stopCaller(); stopClose(); cancel(nil) }
 }
 
 // compileFunc is m's compilation, for r.sf.

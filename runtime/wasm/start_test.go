@@ -225,6 +225,42 @@ func TestAbandonedCompilationLeavesNothing(t *testing.T) {
 	}
 }
 
+// By default (StartCompiled) a run waits for its module's compilation, so
+// what is left in the background when the Runner closes was started ahead
+// for a function that never ran: Close drops it at once, and it leaves
+// nothing in the cache directory.
+func TestCloseDropsAPreparedCompilation(t *testing.T) {
+	needCompiler(t)
+	mod, sum := exit0(t)
+	dir := t.TempDir()
+	r := New(WithCacheDir(dir))
+	started, seen := make(chan struct{}), make(chan error, 1)
+	r.compileGate = func(cctx context.Context) {
+		close(started)
+		select {
+		case <-cctx.Done():
+			seen <- context.Cause(cctx)
+		case <-time.After(time.Minute):
+			seen <- nil
+		}
+	}
+	m, err := r.load(bundle.Bundle{Wasm: mod})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.background(context.Background(), m)
+	<-started
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if cause := <-seen; !errors.Is(cause, errClosed) {
+		t.Fatalf("the compilation's context: cause %v, want Close's", cause)
+	}
+	if f := compiledFiles(t, dir); len(f) != 0 || r.CompiledOnDisk(sum) {
+		t.Fatalf("a dropped compilation left %v", f)
+	}
+}
+
 // What a compilation killed midway leaves (wazero's temporary file, not
 // yet renamed into place) is not compiled code: the module counts as not
 // compiled, and a run neither loads nor trips over it.
