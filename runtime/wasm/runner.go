@@ -306,11 +306,17 @@ func (r *Runner) inMemory(m wasmModule) *compiledModule {
 // code from the cache directory), once per module at a time: callers of
 // the same module share one compilation.
 func (r *Runner) compile(ctx context.Context, m wasmModule) (*compiledModule, error) {
-	v, err, _ := r.sf.Do(m.key, r.compileFunc(ctx, m))
-	if err != nil {
-		return nil, err
+	// a caller that joins a compilation started by another stops waiting
+	// when its own context ends
+	select {
+	case res := <-r.sf.DoChan(m.key, r.compileFunc(ctx, m)):
+		if res.Err != nil {
+			return nil, res.Err
+		}
+		return res.Val.(*compiledModule), nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("compiling module: %w", context.Cause(ctx))
 	}
-	return v.(*compiledModule), nil
 }
 
 // background starts m's compilation, unless one is in flight already (which

@@ -261,6 +261,38 @@ func TestCloseDropsAPreparedCompilation(t *testing.T) {
 	}
 }
 
+// A run that joins a compilation started ahead (by a preparation whose
+// context goes on) stops waiting for it when the run's own context ends:
+// Ctrl-C ends a render at once, whoever started the compilation.
+func TestRunStopsWaitingForAJoinedCompilation(t *testing.T) {
+	needCompiler(t)
+	mod, _ := exit0(t)
+	r := New(WithCacheDir(t.TempDir()))
+	release := make(chan struct{})
+	r.compileGate = func(context.Context) { <-release }
+	defer func() { close(release); r.Close() }()
+	m, err := r.load(bundle.Bundle{Wasm: mod})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.background(context.Background(), m)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Run(ctx, bundle.Bundle{Wasm: mod}, runtime.Invocation{})
+		done <- err
+	}()
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("run: %v, want its context's end", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the run still waits for the compilation after its context ended")
+	}
+}
+
 // What a compilation killed midway leaves (wazero's temporary file, not
 // yet renamed into place) is not compiled code: the module counts as not
 // compiled, and a run neither loads nor trips over it.
