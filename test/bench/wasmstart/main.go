@@ -280,17 +280,14 @@ func runChild(way, mod, fixture, dir string, n int, interpretMax time.Duration) 
 			cfg, want = m.config, m.want
 		}
 	}
-	start := map[string]wasm.Start{"compile": wasm.StartCompiled, "cached": wasm.StartCompiled,
-		"interpret": wasm.StartInterpreted, "both": wasm.StartBoth}[way]
+	start, known := map[string]wasm.Start{"compile": wasm.StartCompiled, "cached": wasm.StartCompiled,
+		"interpret": wasm.StartInterpreted, "both": wasm.StartBoth, compile1: wasm.StartCompiled, both1: wasm.StartBoth}[way]
 	timeout := 30 * time.Minute
 	if way == "interpret" {
 		timeout = interpretMax
 	}
 	opts := []wasm.Option{wasm.WithCacheDir(dir), wasm.WithStart(start), wasm.WithTimeout(timeout)}
-	switch way {
-	case compile1:
-		opts = append(opts, wasm.WithStart(wasm.StartCompiled), wasm.WithCompileWorkers(1))
-	case both1:
+	if way == compile1 || way == both1 {
 		opts = append(opts, wasm.WithCompileWorkers(1))
 	}
 	r := wasm.New(opts...)
@@ -309,7 +306,7 @@ func runChild(way, mod, fixture, dir string, n int, interpretMax time.Duration) 
 		rep.Error = fmt.Sprintf("exit %d, output without %q: %.300s", res.ExitCode, want, res.Stderr)
 	case cerr != nil:
 		rep.Error = cerr.Error()
-	case start == 0 && way != "both" && way != compile1 && way != both1:
+	case !known:
 		rep.Error = "unknown way " + way
 	case way != "interpret" && !r.CompiledOnDisk(sum(mod)):
 		rep.Error = "the module is not compiled in the cache directory afterwards"
