@@ -97,9 +97,15 @@ func (s *Sandbox) Prepare(ctx context.Context, b bundle.Bundle, _ runtime.Invoca
 	if b.Wasm == "" {
 		return
 	}
-	if m, err := s.load(b); err == nil && s.inMemory(m) == nil {
-		s.background(ctx, m)
-	}
+	// reading and hashing the module is off the caller's path too; Close
+	// waits for it (it counts as a compilation under way)
+	s.compiling.Add(1)
+	go func() {
+		defer s.compiling.Done()
+		if m, err := s.load(b); err == nil && s.inMemory(m) == nil {
+			s.background(ctx, m)
+		}
+	}()
 }
 
 // Precompile compiles b's module into the compile cache
