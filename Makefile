@@ -9,7 +9,7 @@ BIN := bin/kptr
 SIGVERIFY = $(dir $(BIN))kptr-sigverify
 export CGO_ENABLED := 1
 
-.PHONY: help build install install-kpt-link install-docker-link uninstall kustomize test vet test-unit test-unpriv test-runtimedefault bench-runtime bench bench-cache bench-pipeline bench-render demo image push argocd test-argocd bench-argocd clean bench-fleet
+.PHONY: help build install install-kpt-link install-docker-link uninstall kustomize test vet test-unit test-unpriv test-runtimedefault bench-runtime bench bench-cache bench-pipeline bench-render bench-wasm bench-wasm-start demo image push argocd test-argocd bench-argocd clean bench-fleet
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -214,6 +214,9 @@ bench-runtime: ## per-run cost of the sandbox (cold, pipelined, prepared) vs bar
 
 bench-wasm: ## set-namespace as a wasm function (cold, cached, warm) vs native in the namespace and landlock tiers at 50, 500 and 5,000 resources (figures → BENCHMARKS.md)
 	nice $(GO) test -run '^$$' -bench BenchmarkSetNamespace -benchtime 3x -count 1 -timeout 60m ./runtime
+
+bench-wasm-start: ## a wasm module's first run with nothing compiled: compile, interpret, both at once, cached; kpt's two wasm e2e modules at 50, 500 and 5,000 resources (figures → BENCHMARKS.md)
+	nice $(GO) run ./test/bench/wasmstart
 
 bench-cache: ## cache benchmarks: cold pull vs skopeo+umoci, cached resolve, peak RSS (figures → BENCHMARKS.md)
 	$(GO) test -run '^$$' -bench . -benchtime 2000x -count 1 ./cache

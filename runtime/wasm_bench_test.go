@@ -15,6 +15,7 @@ import (
 	"github.com/kptr-dev/kptr/bundle"
 	"github.com/kptr-dev/kptr/runtime"
 	"github.com/kptr-dev/kptr/runtime/wasm"
+	"github.com/kptr-dev/kptr/test/bench/pkggen"
 	"github.com/kptr-dev/kptr/test/fnimage"
 )
 
@@ -34,7 +35,7 @@ import (
 // make bench-wasm runs it; the figures are in BENCHMARKS.md.
 func BenchmarkSetNamespace(b *testing.B) {
 	for _, n := range []int{50, 500, 5000} {
-		input := resourceList(n)
+		input := pkggen.ResourceList(n, "namespace: bench")
 		b.Run(fmt.Sprintf("%d", n), func(b *testing.B) {
 			for _, name := range []string{"namespace", "landlock"} {
 				b.Run("native/"+name, func(b *testing.B) {
@@ -115,21 +116,4 @@ func nativeSetNamespace(b *testing.B) bundle.Bundle {
 	})
 	return bundle.Bundle{Ref: "set-namespace", Rootfs: nativeRootfs,
 		Config: v1.Config{Entrypoint: []string{"function"}, Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin"}}}
-}
-
-func resourceList(n int) string {
-	var sb strings.Builder
-	sb.WriteString("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n")
-	for i := 0; i < n; i++ {
-		switch i % 3 {
-		case 0:
-			fmt.Fprintf(&sb, "- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: cm-%d\n    namespace: old\n  data:\n    key: value-%d\n    other: x\n", i, i)
-		case 1:
-			fmt.Fprintf(&sb, "- apiVersion: apps/v1\n  kind: Deployment\n  metadata:\n    name: web-%d\n    labels:\n      app: web-%d\n  spec:\n    replicas: 2\n    selector:\n      matchLabels:\n        app: web-%d\n    template:\n      metadata:\n        labels:\n          app: web-%d\n      spec:\n        containers:\n        - name: web\n          image: nginx:1.27\n          ports:\n          - containerPort: 80\n", i, i, i, i)
-		default:
-			fmt.Fprintf(&sb, "- apiVersion: v1\n  kind: Service\n  metadata:\n    name: svc-%d\n  spec:\n    selector:\n      app: web-%d\n    ports:\n    - port: 80\n      targetPort: 80\n", i, i)
-		}
-	}
-	sb.WriteString("functionConfig:\n  apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: fn\n  data:\n    namespace: bench\n")
-	return sb.String()
 }

@@ -40,6 +40,15 @@
 // Compiled modules are kept in memory by module digest for the Runner's life
 // and on disk in CacheDir (wazero's compilation cache, which keys entries by
 // module content and wazero version), so only the first run of a module on a
-// machine pays for compilation. A Runner is safe for concurrent use; every
-// run gets a fresh module instance and its own host state.
+// machine pays for compilation. A module compiles once at a time however
+// many runs and preparations ask for it; a compilation in the background
+// (Sandbox.Prepare, StartBoth) outlives the plain end of the context that
+// started it, ends with that context when it ends for a cause (a signal, a
+// deadline), and Close waits for it. wazero writes compiled code to a
+// temporary file renamed into place once whole, so an abandoned or killed
+// compilation leaves nothing a later run loads. How a run begins whose
+// module has no compiled code is its Start: compiled first by default;
+// StartBoth interprets meanwhile (BENCHMARKS.md has both measured). A Runner
+// is safe for concurrent use; every run gets a fresh module instance and its
+// own host state.
 package wasm

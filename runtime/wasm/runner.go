@@ -11,8 +11,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -56,8 +58,41 @@ type Runner struct {
 	// module is compiled that has no compiled code in cacheDir yet: the
 	// run's progress can say why it takes long (runtime.WithCompileNotice).
 	notice func(name string)
+	// start is how a run begins whose module has no compiled code yet.
+	start Start
+	// workers is how many goroutines compile one module.
+	workers int
 	*engine
 }
+
+// Start is how a run begins when its module has no compiled code yet (not
+// in this process, not in the cache directory).
+type Start int
+
+const (
+	// StartCompiled compiles the module (with the other runs and
+	// preparations of it: one compilation per module at a time), then
+	// runs it. The default: BENCHMARKS.md, "wasm: a module's first run".
+	StartCompiled Start = iota
+	// StartBoth runs the module at once with wazero's interpreter while
+	// the compiler builds it in the background (into the cache directory);
+	// when the compiled module is ready before the interpreted run ends,
+	// that run is ended and the compiled one run. The first result comes
+	// as soon as the faster of the two gives it, less what the two take
+	// from each other running at once (measured: as much as the
+	// interpreter gains at 50 resources), at twice the memory.
+	StartBoth
+	// StartInterpreted only interprets (the benchmark's column).
+	StartInterpreted
+)
+
+// WithStart sets how a run begins whose module has no compiled code yet.
+func WithStart(s Start) Option { return func(r *Runner) { r.start = s } }
+
+// WithCompileWorkers sets how many goroutines compile one module (default:
+// GOMAXPROCS, at least two). With one, a compilation cannot be abandoned
+// midway: wazero checks its context between functions only with more.
+func WithCompileWorkers(n int) Option { return func(r *Runner) { r.workers = max(n, 1) } }
 
 // engine is what Runners made from one another (with) share: the wazero
 // runtimes and the compiled modules. Without a cache directory one runtime
@@ -69,10 +104,25 @@ type engine struct {
 	rt      wazero.Runtime
 	initErr error
 
-	mu       sync.Mutex
-	compiled map[string]*compiledModule
-	runtimes []wazero.Runtime // every runtime made, closed by Close
-	sf       singleflight.Group
+	// the interpreter's runtime, made on first use
+	ionce sync.Once
+	irt   wazero.Runtime
+	iErr  error
+
+	mu          sync.Mutex
+	compiled    map[string]*compiledModule
+	interpreted map[string]*compiledModule // modules without compiled code yet
+	runtimes    []wazero.Runtime           // every runtime made, closed by Close
+	sf          singleflight.Group         // compilations, by module
+	isf         singleflight.Group         // preparations for the interpreter
+	compiling   sync.WaitGroup             // compilations under way, awaited by Close
+	closing     context.Context            // ended by Close to drop the compilations under way
+	drop        context.CancelCauseFunc    // ends closing
+	switches    atomic.Int64               // interpreted runs ended for the compiled module
+
+	// compileGate, set by tests, is called as a compilation starts: it
+	// can hold the compilation back.
+	compileGate func(ctx context.Context)
 }
 
 // with is a Runner with other options sharing r's compiled modules (the
@@ -111,8 +161,10 @@ func WithCacheDir(dir string) Option { return func(r *Runner) { r.cacheDir = dir
 
 // New returns a Runner. Nothing is compiled until the first run.
 func New(opts ...Option) *Runner {
+	e := &engine{compiled: map[string]*compiledModule{}, interpreted: map[string]*compiledModule{}}
+	e.closing, e.drop = context.WithCancelCause(context.Background())
 	r := &Runner{timeout: runtime.DefaultTimeout, maxOutput: runtime.DefaultMaxOutput,
-		memoryLimit: DefaultMemoryLimit, engine: &engine{compiled: map[string]*compiledModule{}}}
+		memoryLimit: DefaultMemoryLimit, workers: max(goruntime.GOMAXPROCS(0), 2), engine: e}
 	for _, o := range opts {
 		o(r)
 	}
@@ -126,18 +178,23 @@ func New(opts ...Option) *Runner {
 func (r *Runner) init() error {
 	r.once.Do(func() {
 		if r.cacheDir == "" {
-			r.rt, r.initErr = r.newRuntime("")
+			r.rt, r.initErr = r.newRuntime("", false)
 		}
 	})
 	return r.initErr
 }
 
 // newRuntime is a wazero runtime with the host modules: the compiler where
-// wazero has one (else its interpreter), closing modules when their context
-// ends, with the compilation cache in dir when one is given.
-func (r *Runner) newRuntime(dir string) (wazero.Runtime, error) {
+// wazero has one (else, or with interp, its interpreter), closing modules
+// when their context ends, with the compilation cache in dir when one is
+// given.
+func (r *Runner) newRuntime(dir string, interp bool) (wazero.Runtime, error) {
 	ctx := context.Background()
-	cfg := wazero.NewRuntimeConfig().WithCloseOnContextDone(true)
+	cfg := wazero.NewRuntimeConfig()
+	if interp {
+		cfg = wazero.NewRuntimeConfigInterpreter()
+	}
+	cfg = cfg.WithCloseOnContextDone(true)
 	if dir != "" {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("wasm compilation cache: %w", err)
@@ -161,8 +218,14 @@ func (r *Runner) newRuntime(dir string) (wazero.Runtime, error) {
 	return rt, nil
 }
 
-// Close releases the compiled modules and the runtimes.
+// Close ends the compilations under way in the background, or under
+// StartBoth waits for them (background), then releases the compiled
+// modules and the runtimes.
 func (r *Runner) Close() error {
+	if r.start != StartBoth {
+		r.drop(errClosed)
+	}
+	r.compiling.Wait()
 	r.mu.Lock()
 	rts := r.runtimes
 	r.runtimes = nil
@@ -182,70 +245,153 @@ func (r *Runner) Run(ctx context.Context, b bundle.Bundle, inv runtime.Invocatio
 	res, err := r.run(ctx, b, inv)
 	res.Duration = time.Since(start)
 	if err != nil {
-		name := b.Ref
-		if name == "" {
-			name = b.Wasm
-		}
-		return res, &runtime.RunError{Image: name, Err: err}
+		return res, &runtime.RunError{Image: moduleName(b), Err: err}
 	}
 	return res, nil
 }
 
-// Compile compiles b's module ahead of its run (pre-warming).
+// moduleName names b's module in errors and notices: its image, else its path.
+func moduleName(b bundle.Bundle) string {
+	if b.Ref != "" {
+		return b.Ref
+	}
+	return b.Wasm
+}
+
+// Compile compiles b's module ahead of its run (pre-warming), into the
+// compilation cache when the Runner has one.
 func (r *Runner) Compile(ctx context.Context, b bundle.Bundle) (ABI, error) {
-	cm, err := r.compile(ctx, b)
+	m, err := r.load(b)
+	if err != nil {
+		return "", err
+	}
+	cm, err := r.compile(ctx, m)
 	if err != nil {
 		return "", err
 	}
 	return cm.abi, nil
 }
 
-func (r *Runner) compile(ctx context.Context, b bundle.Bundle) (*compiledModule, error) {
+// wasmModule is a module's code as read, and what names it.
+type wasmModule struct {
+	code []byte
+	key  string // SHA-256 of code, hex: names its compiled code
+	name string
+}
+
+// load reads b's module.
+func (r *Runner) load(b bundle.Bundle) (wasmModule, error) {
 	if b.Wasm == "" {
-		return nil, errors.New("not a wasm function")
+		return wasmModule{}, errors.New("not a wasm function")
 	}
 	if err := r.init(); err != nil {
-		return nil, err
+		return wasmModule{}, err
 	}
 	code, err := readModule(b)
 	if err != nil {
-		return nil, err
+		return wasmModule{}, err
 	}
 	sum := sha256.Sum256(code)
-	key := hex.EncodeToString(sum[:])
+	return wasmModule{code: code, key: hex.EncodeToString(sum[:]), name: moduleName(b)}, nil
+}
+
+// inMemory is m's compiled module if this process has compiled or loaded it.
+func (r *Runner) inMemory(m wasmModule) *compiledModule {
 	r.mu.Lock()
-	cm := r.compiled[key]
-	r.mu.Unlock()
-	if cm != nil {
-		return cm, nil
-	}
-	if r.cacheDir != "" {
-		// wazero loads what it finds there as machine code, following
-		// links and checking nothing: only the cache's owner or root may
-		// have written it (the cache's rule)
-		if err := cache.CheckTree(compiledDir(r.cacheDir, key)); err != nil {
-			return nil, &cache.Error{Err: fmt.Errorf("wasm compilation cache: %w", err)}
+	defer r.mu.Unlock()
+	return r.compiled[m.key]
+}
+
+// compile compiles m with the optimizing compiler (or loads its compiled
+// code from the cache directory), once per module at a time: callers of
+// the same module share one compilation.
+func (r *Runner) compile(ctx context.Context, m wasmModule) (*compiledModule, error) {
+	// a caller that joins a compilation started by another stops waiting
+	// when its own context ends
+	select {
+	case res := <-r.sf.DoChan(m.key, r.compileFunc(ctx, m)):
+		if res.Err != nil {
+			return nil, res.Err
 		}
-		// in use: PruneCompiled keeps what was used lately
-		touch(compiledDir(r.cacheDir, key))
+		return res.Val.(*compiledModule), nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("compiling module: %w", context.Cause(ctx))
 	}
-	if r.notice != nil && !r.CompiledOnDisk(key) {
-		name := b.Ref
-		if name == "" {
-			name = b.Wasm
+}
+
+// background starts m's compilation, unless one is in flight already (which
+// it then joins), without waiting for it: the channel has its result. The
+// compilation outlives ctx's plain end (the run or preparation that started
+// it returns long before it), but ends with ctx when ctx ends for a cause
+// (a signal, a deadline). Close waits for it under StartBoth, so a process
+// that closes its Runner leaves the module compiled for the next (its
+// interpreted runs did not need it); otherwise Close drops it (a function
+// prepared that never ran).
+func (r *Runner) background(ctx context.Context, m wasmModule) <-chan singleflight.Result {
+	r.compiling.Add(1)
+	cctx, release := r.backgroundContext(ctx)
+	in := r.sf.DoChan(m.key, r.compileFunc(cctx, m))
+	out := make(chan singleflight.Result, 1)
+	go func() {
+		res := <-in
+		release()
+		r.compiling.Done()
+		out <- res
+	}()
+	return out
+}
+
+// errClosed ends the compilations Close drops.
+var errClosed = errors.New("the runner closed")
+
+// backgroundContext is the context of a compilation started in the
+// background by a caller with ctx: ended by ctx's end for a cause other
+// than a plain cancellation (context.Canceled: the caller is done), and by
+// Close dropping it. release frees what watches them.
+func (r *Runner) backgroundContext(ctx context.Context) (_ context.Context, release func()) {
+	bg, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stopCaller := context.AfterFunc(ctx, func() {
+		if cause := context.Cause(ctx); cause != context.Canceled {
+			cancel(cause)
 		}
-		r.notice(name)
-	}
-	v, err, _ := r.sf.Do(key, func() (any, error) {
+	})
+	stopClose := context.AfterFunc(r.closing, func() { cancel(context.Cause(r.closing)) })
+	return bg, func() { stopCaller(); stopClose(); cancel(nil) }
+}
+
+// compileFunc is m's compilation, for r.sf.
+func (r *Runner) compileFunc(ctx context.Context, m wasmModule) func() (any, error) {
+	return func() (any, error) {
+		if cm := r.inMemory(m); cm != nil {
+			return cm, nil
+		}
+		if r.compileGate != nil {
+			r.compileGate(ctx)
+		}
 		rt := r.rt
 		if r.cacheDir != "" {
-			var err error
-			if rt, err = r.newRuntime(compiledDir(r.cacheDir, key)); err != nil {
+			if err := r.cacheReady(m); err != nil {
 				return nil, err
 			}
+			if r.notice != nil && !r.CompiledOnDisk(m.key) {
+				r.notice(m.name)
+			}
+			var err error
+			if rt, err = r.newRuntime(compiledDir(r.cacheDir, m.key), false); err != nil {
+				return nil, err
+			}
+		} else if r.notice != nil {
+			r.notice(m.name)
 		}
-		mod, err := rt.CompileModule(ctx, code)
+		// More than one worker makes the compilation end with ctx
+		// (wazero checks it between functions only then) and use the
+		// cores an interpreted run leaves idle.
+		wctx := experimental.WithCompilationWorkers(ctx, r.workers)
+		mod, err := rt.CompileModule(wctx, m.code)
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("compiling module: %w", context.Cause(ctx))
+			}
 			return nil, fmt.Errorf("compiling module: %s", firstLine(err.Error()))
 		}
 		abi, err := checkImports(mod)
@@ -255,9 +401,65 @@ func (r *Runner) compile(ctx context.Context, b bundle.Bundle) (*compiledModule,
 		}
 		cm := &compiledModule{rt: rt, mod: mod, abi: abi}
 		r.mu.Lock()
-		r.compiled[key] = cm
+		r.compiled[m.key] = cm
+		im := r.interpreted[m.key]
+		delete(r.interpreted, m.key)
 		r.mu.Unlock()
+		if im != nil {
+			// safe while runs of it are under way (wazero)
+			_ = im.mod.Close(context.Background())
+		}
 		return cm, nil
+	}
+}
+
+// cacheReady checks m's directory in the cache directory and marks it used.
+func (r *Runner) cacheReady(m wasmModule) error {
+	if r.cacheDir == "" {
+		return nil
+	}
+	dir := compiledDir(r.cacheDir, m.key)
+	// wazero loads what it finds there as machine code, following links
+	// and checking nothing: only the cache's owner or root may have
+	// written it (the cache's rule)
+	if err := cache.CheckTree(dir); err != nil {
+		return &cache.Error{Err: fmt.Errorf("wasm compilation cache: %w", err)}
+	}
+	// in use: PruneCompiled keeps what was used lately
+	touch(dir)
+	return nil
+}
+
+// interpret prepares m for wazero's interpreter (quick: no machine code),
+// once per module while it has no compiled code.
+func (r *Runner) interpret(ctx context.Context, m wasmModule) (*compiledModule, error) {
+	v, err, _ := r.isf.Do(m.key, func() (any, error) {
+		r.mu.Lock()
+		im := r.interpreted[m.key]
+		r.mu.Unlock()
+		if im != nil {
+			return im, nil
+		}
+		r.ionce.Do(func() { r.irt, r.iErr = r.newRuntime("", true) })
+		if r.iErr != nil {
+			return nil, r.iErr
+		}
+		mod, err := r.irt.CompileModule(ctx, m.code)
+		if err != nil {
+			return nil, fmt.Errorf("compiling module: %s", firstLine(err.Error()))
+		}
+		abi, err := checkImports(mod)
+		if err != nil {
+			_ = mod.Close(ctx)
+			return nil, err
+		}
+		im = &compiledModule{rt: r.irt, mod: mod, abi: abi}
+		r.mu.Lock()
+		if r.compiled[m.key] == nil {
+			r.interpreted[m.key] = im
+		}
+		r.mu.Unlock()
+		return im, nil
 	})
 	if err != nil {
 		return nil, err
@@ -333,32 +535,112 @@ func checkImports(m wazero.CompiledModule) (ABI, error) {
 	return abi, nil
 }
 
+// errSwitch ends an interpreted run whose module's compiled code became
+// ready: the run starts again, compiled.
+var errSwitch = errors.New("switching to the compiled module")
+
 func (r *Runner) run(ctx context.Context, b bundle.Bundle, inv runtime.Invocation) (runtime.Result, error) {
-	cm, err := r.compile(ctx, b)
+	m, err := r.load(b)
+	if err != nil {
+		return runtime.Result{}, err
+	}
+	cm, compiled, err := r.ready(ctx, m)
 	if err != nil {
 		return runtime.Result{}, err
 	}
 	timeout := firstPositive(inv.Timeout, r.timeout, runtime.DefaultTimeout)
-	maxOut := firstPositive(inv.MaxOutput, r.maxOutput, runtime.DefaultMaxOutput)
-	limitPages := uint32(r.memoryLimit / pageSize)
-	runCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	runCtx, cancelTimeout := context.WithTimeoutCause(runCtx, timeout, fmt.Errorf("%w after %s", runtime.ErrTimeout, timeout))
+	limit := int64(r.memoryLimit/pageSize) * pageSize
+	// One timeout covers the interpreted run and the compiled one that
+	// may replace it.
+	runCtx, cancelTimeout := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("%w after %s", runtime.ErrTimeout, timeout))
 	defer cancelTimeout()
-	alloc := &allocator{limit: uint64(limitPages) * pageSize}
-	runCtx = context.WithValue(experimental.WithMemoryAllocator(runCtx, alloc), allocatorKey{}, alloc)
-	stdout := &cappedBuffer{name: "stdout", max: maxOut, overflow: cancel}
-	stderr := &cappedBuffer{name: "stderr", max: maxOut, overflow: cancel}
 	// The input is read whole before the module starts, bounded by the
 	// memory a module may have and by the run's context: a module blocked
 	// in a host call reading stdin could not be closed by its context.
-	input, err := readInput(runCtx, inv.Stdin, int64(limitPages)*pageSize)
+	input, err := readInput(runCtx, inv.Stdin, limit)
 	if err != nil {
 		if runCtx.Err() != nil && ctx.Err() == nil {
 			return runtime.Result{}, context.Cause(runCtx)
 		}
 		return runtime.Result{}, err
 	}
+	if compiled == nil {
+		return r.attempt(ctx, runCtx, cm, b, inv, input)
+	}
+	// Interpreted while the compiler works: when the compiled module is
+	// ready first, the interpreted run is ended and the compiled one run
+	// (a function is a function of its input: running it again is safe).
+	// The interpreted run ends before the compiled one starts, so one
+	// instance at a time holds the run's memory.
+	iCtx, cancel := context.WithCancelCause(runCtx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case res := <-compiled:
+			if res.Err == nil {
+				cancel(errSwitch)
+			}
+		case <-iCtx.Done():
+		}
+	}()
+	res, err := r.attempt(ctx, iCtx, cm, b, inv, input)
+	if !errors.Is(err, errSwitch) {
+		return res, err
+	}
+	r.switches.Add(1)
+	return r.attempt(ctx, runCtx, r.inMemory(m), b, inv, input)
+}
+
+// ready is what m runs as now: its compiled module when this process has
+// it, the cache directory holds its compiled code or the Runner's Start
+// says to compile first; otherwise, wazero's interpreter with the module
+// (StartInterpreted), and by default with the compilation going on in the
+// background, whose result compiled will carry.
+func (r *Runner) ready(ctx context.Context, m wasmModule) (cm *compiledModule, compiled <-chan singleflight.Result, err error) {
+	if cm := r.inMemory(m); cm != nil {
+		return cm, nil, nil
+	}
+	switch {
+	case r.start == StartCompiled || r.CompiledOnDisk(m.key):
+		cm, err := r.compile(ctx, m)
+		return cm, nil, err
+	case r.start == StartInterpreted:
+		cm, err := r.interpret(ctx, m)
+		return cm, nil, err
+	}
+	// what the compiler would find is refused now, not when it is done
+	if err := r.cacheReady(m); err != nil {
+		return nil, nil, err
+	}
+	compiled = r.background(ctx, m)
+	im, err := r.interpret(ctx, m)
+	if err != nil {
+		return nil, nil, err
+	}
+	select {
+	case res := <-compiled:
+		// compiled while the interpreter prepared it (or failed, and the
+		// interpreter runs it)
+		if res.Err == nil {
+			return res.Val.(*compiledModule), nil, nil
+		}
+		return im, nil, nil
+	default:
+		return im, compiled, nil
+	}
+}
+
+// attempt runs cm once with input under runCtx (which has the run's
+// timeout); ctx is the caller's.
+func (r *Runner) attempt(ctx, runCtx context.Context, cm *compiledModule, b bundle.Bundle, inv runtime.Invocation, input []byte) (runtime.Result, error) {
+	maxOut := firstPositive(inv.MaxOutput, r.maxOutput, runtime.DefaultMaxOutput)
+	limit := int64(r.memoryLimit/pageSize) * pageSize
+	runCtx, cancel := context.WithCancelCause(runCtx)
+	defer cancel(nil)
+	alloc := &allocator{limit: uint64(limit)}
+	runCtx = context.WithValue(experimental.WithMemoryAllocator(runCtx, alloc), allocatorKey{}, alloc)
+	stdout := &cappedBuffer{name: "stdout", max: maxOut, overflow: cancel}
+	stderr := &cappedBuffer{name: "stderr", max: maxOut, overflow: cancel}
 	stdin := bytes.NewReader(input)
 
 	// As for a container: the image's Cmd are the arguments, its Env and
@@ -366,9 +648,10 @@ func (r *Runner) run(ctx context.Context, b bundle.Bundle, inv runtime.Invocatio
 	args := append([]string{"function"}, b.Config.Cmd...)
 	env := mergeEnv(b.Config.Env, inv.Env)
 	var res runtime.Result
+	var err error
 	switch cm.abi {
 	case ABIJS:
-		res, err = r.runJS(runCtx, cm, stdin, stdout, stderr, args, env, int64(limitPages)*pageSize)
+		res, err = r.runJS(runCtx, cm, stdin, stdout, stderr, args, env, limit)
 	default:
 		res, err = r.runWASI(runCtx, cm, stdin, stdout, stderr, args, env)
 	}

@@ -369,8 +369,10 @@ func TestCompiledCodeOnlyFromTheOwner(t *testing.T) {
 	compiled := func(t *testing.T) (dir string, files, dirs []string) {
 		dir = t.TempDir()
 		r := New(WithCacheDir(dir))
-		defer r.Close()
-		if res, err := run(t, r, mod, runtime.Invocation{}); err != nil || res.ExitCode != 0 {
+		res, err := run(t, r, mod, runtime.Invocation{})
+		// Close waits for a compilation still under way
+		r.Close()
+		if err != nil || res.ExitCode != 0 {
 			t.Fatalf("first run: %v %s", err, res.Stderr)
 		}
 		_ = filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {

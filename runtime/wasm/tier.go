@@ -91,12 +91,21 @@ func (s *Sandbox) Run(ctx context.Context, b bundle.Bundle, inv runtime.Invocati
 	return runtime.Result{}, &runtime.RunError{Image: b.Ref, Err: errNotWasm}
 }
 
-// Prepare compiles b's module ahead of its run (in the background: a
-// compilation the run then shares, or finds done).
-func (s *Sandbox) Prepare(_ context.Context, b bundle.Bundle, _ runtime.Invocation) {
-	if b.Wasm != "" {
-		go func() { _, _ = s.Compile(context.Background(), b) }()
+// Prepare starts compiling b's module ahead of its run (in the background:
+// a compilation the run then shares, or finds done; Close waits for it).
+func (s *Sandbox) Prepare(ctx context.Context, b bundle.Bundle, _ runtime.Invocation) {
+	if b.Wasm == "" {
+		return
 	}
+	// reading and hashing the module is off the caller's path too; Close
+	// waits for it (it counts as a compilation under way)
+	s.compiling.Add(1)
+	go func() {
+		defer s.compiling.Done()
+		if m, err := s.load(b); err == nil && s.inMemory(m) == nil {
+			s.background(ctx, m)
+		}
+	}()
 }
 
 // Precompile compiles b's module into the compile cache
