@@ -7,7 +7,8 @@
 //	operator policy → signature policy → failure cause → memo → sandbox tier
 //
 // with exec functions on the host and wasm functions in-process beside
-// the tier. Env is the pipeline's Resolver (ResolveConstraint,
+// the tier (in it, when --sandbox=wasm names the wasm tier: one tier,
+// opened once). Env is the pipeline's Resolver (ResolveConstraint,
 // ResolveCached, Fetch) and its Runner, ExecRunner and WasmRunner are one
 // runner type, so each optional interface is forwarded once, with the
 // policy applied. Its guarantees:

@@ -72,9 +72,40 @@ type Config struct {
 	OnExit func(func() error)
 }
 
-// SandboxConfig is the sandbox c describes (OpenSandbox).
+// SandboxConfig is the sandbox c describes (OpenSandbox). When it is the
+// wasm tier, it is also the tier wasm images run in, so it is opened with
+// what their runs need besides (wasmOptions).
 func (c Config) SandboxConfig() SandboxConfig {
-	return SandboxConfig{Mode: c.Sandbox, Timeout: c.FnTimeout, Log: c.Log, ImageDir: c.CacheDir, NoOverlay: c.NoOverlay}
+	sc := SandboxConfig{Mode: c.Sandbox, Timeout: c.FnTimeout, Log: c.Log, ImageDir: c.CacheDir, NoOverlay: c.NoOverlay}
+	if c.wasmIsSandbox() {
+		sc.More = c.wasmOptions()
+	}
+	return sc
+}
+
+// wasmIsSandbox: --sandbox=wasm, whose tier also runs the wasm images.
+func (c Config) wasmIsSandbox() bool {
+	mode, err := ParseSandbox(c.Sandbox, "--sandbox")
+	return err == nil && mode == runtime.Wasm
+}
+
+// wasmOptions open the wasm tier for the wasm images' runs: it compiles
+// modules into the cache directory's wasm/ (entries keyed by module and
+// wazero version) and, unless quiet, says when one compiles.
+func (c Config) wasmOptions() []runtime.Option {
+	opts := []runtime.Option{runtime.WithTimeout(c.FnTimeout), runtime.WithLogger(c.Log)}
+	if c.MaxOutput > 0 {
+		opts = append(opts, runtime.WithMaxOutput(c.MaxOutput))
+	}
+	if c.CacheDir != "" {
+		opts = append(opts, runtime.WithCompileCache(filepath.Join(c.CacheDir, cache.WasmDir)))
+	}
+	if c.WasmNotice {
+		opts = append(opts, runtime.WithCompileNotice(func(name string) {
+			fmt.Fprintf(c.Stderr, "compiling the wasm module of %s (once per module: kptr prewarm and kptr cache pull --allow-alpha-wasm compile ahead)\n", name)
+		}))
+	}
+	return opts
 }
 
 // Env is the one chain a command's functions go through: the operator's
@@ -384,7 +415,8 @@ func (s *stage) Prepare(ctx context.Context, b bundle.Bundle, inv runtime.Invoca
 }
 
 // lazySandbox is the sandbox tier Config.Sandbox names, opened by its
-// first Run or Prepare; wasm images run in-process whatever the tier.
+// first Run or Prepare; wasm images run in-process in the wasm tier
+// (wasmRunner: this one under --sandbox=wasm) whatever the tier.
 type lazySandbox struct {
 	e      *Env
 	once   sync.Once
@@ -441,36 +473,32 @@ func (s *lazySandbox) Prepare(ctx context.Context, b bundle.Bundle, inv runtime.
 	}
 }
 
-// wasmRunner is the wasm tier, opened once, beside the tier that runs
-// container images: it compiles modules into the cache directory's wasm/
-// (entries keyed by module and wazero version). A tier that cannot open is
-// each wasm run's error.
+// wasmRunner is the wasm tier, opened once: under --sandbox=wasm the
+// sandbox itself (one tier, one wazero runtime and compiled-code cache for
+// every run), else a tier of its own beside the one that runs container
+// images, opened by the first wasm run. A tier that cannot open is each
+// wasm run's error.
 func (e *Env) wasmRunner() runtime.Runner {
 	e.wasmOnce.Do(func() {
-		c := e.cfg
-		opts := []runtime.Option{runtime.WithTimeout(c.FnTimeout), runtime.WithLogger(c.Log)}
-		if c.MaxOutput > 0 {
-			opts = append(opts, runtime.WithMaxOutput(c.MaxOutput))
-		}
-		if c.CacheDir != "" {
-			opts = append(opts, runtime.WithCompileCache(filepath.Join(c.CacheDir, cache.WasmDir)))
-		}
-		if c.WasmNotice {
-			opts = append(opts, runtime.WithCompileNotice(func(name string) {
-				fmt.Fprintf(c.Stderr, "compiling the wasm module of %s (once per module: kptr prewarm and kptr cache pull --allow-alpha-wasm compile ahead)\n", name)
-			}))
+		if e.cfg.wasmIsSandbox() {
+			r, err := e.sb.openQuiet()
+			if err != nil {
+				r = failingRunner{err}
+			}
+			e.wasm = r
+			return
 		}
 		t, ok := runtime.Lookup(runtime.Wasm)
 		if !ok {
 			e.wasm = failingRunner{errors.New("the wasm tier is not registered")}
 			return
 		}
-		sb, err := t.Open(opts...)
+		sb, err := t.Open(e.cfg.wasmOptions()...)
 		if err != nil {
 			e.wasm = failingRunner{Refusal(err, "")}
 			return
 		}
-		c.OnExit(sb.Close)
+		e.cfg.OnExit(sb.Close)
 		e.wasm = sb
 	})
 	return e.wasm
