@@ -2,7 +2,8 @@
 // commands and pipeline, memo and runtime. A command fills a plain Config
 // from its flags, environment and operator settings; New turns it into the
 // one chain every command's functions go through (fn render, fn eval,
-// generate, prewarm, cache pull, the docker face):
+// generate, prewarm, cache pull, the docker face; kptr parameters only
+// looks, through its offline view, Cached):
 //
 //	operator policy → signature policy → failure cause → memo → sandbox tier
 //

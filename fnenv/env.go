@@ -130,7 +130,8 @@ type Env struct {
 	sb       lazySandbox
 
 	offlineOnce sync.Once
-	offline     *cache.Cache // ResolveCached's view: never pulls, shows no progress
+	offline     *cache.Cache // Cached's view: never pulls, shows no progress
+	offlineErr  error
 
 	wasmOnce sync.Once
 	wasm     runtime.Runner
@@ -200,13 +201,20 @@ func (e *Env) Cache() (*cache.Cache, error) {
 	return e.c, e.cacheErr
 }
 
-// Close closes the cache if it was opened (and keeps it from opening after).
+// Close closes the cache and its offline view if they were opened (and
+// keeps them from opening after).
 func (e *Env) Close() error {
-	e.cacheOnce.Do(func() { e.cacheErr = errors.New("the function environment is closed") })
+	closed := errors.New("the function environment is closed")
+	e.cacheOnce.Do(func() { e.cacheErr = closed })
+	e.offlineOnce.Do(func() { e.offlineErr = closed })
+	var errs []error
 	if e.c != nil {
-		return e.c.Close()
+		errs = append(errs, e.c.Close())
 	}
-	return nil
+	if e.offline != nil {
+		errs = append(errs, e.offline.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // eager: without memo and wasm the sandbox opens with the cache, as it
@@ -338,23 +346,37 @@ func (e *Env) resolveConstraint(ctx context.Context, repo, constraint string) (s
 
 // ResolveCached resolves ref only if the allow-list allows it and the
 // cache already holds it (preparing the next function's sandbox): it
-// records nothing and never pulls. It reads the cache through its own view,
-// so the cache and the sandbox are opened (init, which the Prepare that
-// follows waits for) while it looks: the first sandbox is then set up as
-// early as its image is known.
+// records nothing and never pulls. It reads the cache through the offline
+// view (Cached), so the cache and the sandbox are opened (init, which the
+// Prepare that follows waits for) while it looks: the first sandbox is then
+// set up as early as its image is known.
 func (e *Env) ResolveCached(ctx context.Context, ref string) (bundle.Bundle, bool) {
 	if e.cfg.Policy.CheckImage(ref) != nil {
 		return bundle.Bundle{}, false
 	}
 	go func() { _ = e.init() }()
-	e.offlineOnce.Do(func() {
-		e.offline, _ = e.openCache(cache.WithOffline(true), cache.WithProgress(nil))
-	})
-	if e.offline == nil {
-		return bundle.Bundle{}, false
-	}
-	b, err := e.offline.Resolve(ctx, ref)
+	b, err := e.Cached(ctx, ref)
 	return b, err == nil
+}
+
+// Cached resolves ref as a function's turn would (the allow-list, the
+// signature policy, wasm images only when allowed) but only from what the
+// cache holds: it never contacts a registry, never shows progress and
+// opens no sandbox, so it answers in bounded time whatever ref names (kptr
+// parameters announces a package's images with it, for Argo CD's UI). Its
+// errors: the policy's refusal (a *PolicyError), cache.ErrNotCached, or
+// what stopped the cache from opening or reading.
+func (e *Env) Cached(ctx context.Context, ref string) (bundle.Bundle, error) {
+	if err := e.cfg.Policy.CheckImage(ref); err != nil {
+		return bundle.Bundle{}, err
+	}
+	e.offlineOnce.Do(func() {
+		e.offline, e.offlineErr = e.openCache(cache.WithOffline(true), cache.WithProgress(nil))
+	})
+	if e.offlineErr != nil {
+		return bundle.Bundle{}, e.offlineErr
+	}
+	return e.offline.Resolve(ctx, ref)
 }
 
 // runKind is what a stage runs.
