@@ -2,12 +2,14 @@
 // commands and pipeline, memo and runtime. A command fills a plain Config
 // from its flags, environment and operator settings; New turns it into the
 // one chain every command's functions go through (fn render, fn eval,
-// generate, prewarm, cache pull, the docker face):
+// generate, prewarm, cache pull, the docker face; kptr parameters only
+// looks, through its offline view, Cached):
 //
 //	operator policy → signature policy → failure cause → memo → sandbox tier
 //
 // with exec functions on the host and wasm functions in-process beside
-// the tier. Env is the pipeline's Resolver (ResolveConstraint,
+// the tier (in it, when --sandbox=wasm names the wasm tier: one tier,
+// opened once). Env is the pipeline's Resolver (ResolveConstraint,
 // ResolveCached, Fetch) and its Runner, ExecRunner and WasmRunner are one
 // runner type, so each optional interface is forwarded once, with the
 // policy applied. Its guarantees:

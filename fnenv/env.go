@@ -72,9 +72,40 @@ type Config struct {
 	OnExit func(func() error)
 }
 
-// SandboxConfig is the sandbox c describes (OpenSandbox).
+// SandboxConfig is the sandbox c describes (OpenSandbox). When it is the
+// wasm tier, it is also the tier wasm images run in, so it is opened with
+// what their runs need besides (wasmOptions).
 func (c Config) SandboxConfig() SandboxConfig {
-	return SandboxConfig{Mode: c.Sandbox, Timeout: c.FnTimeout, Log: c.Log, ImageDir: c.CacheDir, NoOverlay: c.NoOverlay}
+	sc := SandboxConfig{Mode: c.Sandbox, Timeout: c.FnTimeout, Log: c.Log, ImageDir: c.CacheDir, NoOverlay: c.NoOverlay}
+	if c.wasmIsSandbox() {
+		sc.More = c.wasmOptions()
+	}
+	return sc
+}
+
+// wasmIsSandbox: --sandbox=wasm, whose tier also runs the wasm images.
+func (c Config) wasmIsSandbox() bool {
+	mode, err := ParseSandbox(c.Sandbox, "--sandbox")
+	return err == nil && mode == runtime.Wasm
+}
+
+// wasmOptions open the wasm tier for the wasm images' runs: it compiles
+// modules into the cache directory's wasm/ (entries keyed by module and
+// wazero version) and, unless quiet, says when one compiles.
+func (c Config) wasmOptions() []runtime.Option {
+	opts := []runtime.Option{runtime.WithTimeout(c.FnTimeout), runtime.WithLogger(c.Log)}
+	if c.MaxOutput > 0 {
+		opts = append(opts, runtime.WithMaxOutput(c.MaxOutput))
+	}
+	if c.CacheDir != "" {
+		opts = append(opts, runtime.WithCompileCache(filepath.Join(c.CacheDir, cache.WasmDir)))
+	}
+	if c.WasmNotice {
+		opts = append(opts, runtime.WithCompileNotice(func(name string) {
+			fmt.Fprintf(c.Stderr, "compiling the wasm module of %s (once per module: kptr prewarm and kptr cache pull --allow-alpha-wasm compile ahead)\n", name)
+		}))
+	}
+	return opts
 }
 
 // Env is the one chain a command's functions go through: the operator's
@@ -99,7 +130,8 @@ type Env struct {
 	sb       lazySandbox
 
 	offlineOnce sync.Once
-	offline     *cache.Cache // ResolveCached's view: never pulls, shows no progress
+	offline     *cache.Cache // Cached's view: never pulls, shows no progress
+	offlineErr  error
 
 	wasmOnce sync.Once
 	wasm     runtime.Runner
@@ -169,13 +201,20 @@ func (e *Env) Cache() (*cache.Cache, error) {
 	return e.c, e.cacheErr
 }
 
-// Close closes the cache if it was opened (and keeps it from opening after).
+// Close closes the cache and its offline view if they were opened (and
+// keeps them from opening after).
 func (e *Env) Close() error {
-	e.cacheOnce.Do(func() { e.cacheErr = errors.New("the function environment is closed") })
+	closed := errors.New("the function environment is closed")
+	e.cacheOnce.Do(func() { e.cacheErr = closed })
+	e.offlineOnce.Do(func() { e.offlineErr = closed })
+	var errs []error
 	if e.c != nil {
-		return e.c.Close()
+		errs = append(errs, e.c.Close())
 	}
-	return nil
+	if e.offline != nil {
+		errs = append(errs, e.offline.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // eager: without memo and wasm the sandbox opens with the cache, as it
@@ -307,23 +346,37 @@ func (e *Env) resolveConstraint(ctx context.Context, repo, constraint string) (s
 
 // ResolveCached resolves ref only if the allow-list allows it and the
 // cache already holds it (preparing the next function's sandbox): it
-// records nothing and never pulls. It reads the cache through its own view,
-// so the cache and the sandbox are opened (init, which the Prepare that
-// follows waits for) while it looks: the first sandbox is then set up as
-// early as its image is known.
+// records nothing and never pulls. It reads the cache through the offline
+// view (Cached), so the cache and the sandbox are opened (init, which the
+// Prepare that follows waits for) while it looks: the first sandbox is then
+// set up as early as its image is known.
 func (e *Env) ResolveCached(ctx context.Context, ref string) (bundle.Bundle, bool) {
 	if e.cfg.Policy.CheckImage(ref) != nil {
 		return bundle.Bundle{}, false
 	}
 	go func() { _ = e.init() }()
-	e.offlineOnce.Do(func() {
-		e.offline, _ = e.openCache(cache.WithOffline(true), cache.WithProgress(nil))
-	})
-	if e.offline == nil {
-		return bundle.Bundle{}, false
-	}
-	b, err := e.offline.Resolve(ctx, ref)
+	b, err := e.Cached(ctx, ref)
 	return b, err == nil
+}
+
+// Cached resolves ref as a function's turn would (the allow-list, the
+// signature policy, wasm images only when allowed) but only from what the
+// cache holds: it never contacts a registry, never shows progress and
+// opens no sandbox, so it answers in bounded time whatever ref names (kptr
+// parameters announces a package's images with it, for Argo CD's UI). Its
+// errors: the policy's refusal (a *PolicyError), cache.ErrNotCached, or
+// what stopped the cache from opening or reading.
+func (e *Env) Cached(ctx context.Context, ref string) (bundle.Bundle, error) {
+	if err := e.cfg.Policy.CheckImage(ref); err != nil {
+		return bundle.Bundle{}, err
+	}
+	e.offlineOnce.Do(func() {
+		e.offline, e.offlineErr = e.openCache(cache.WithOffline(true), cache.WithProgress(nil))
+	})
+	if e.offlineErr != nil {
+		return bundle.Bundle{}, e.offlineErr
+	}
+	return e.offline.Resolve(ctx, ref)
 }
 
 // runKind is what a stage runs.
@@ -384,7 +437,8 @@ func (s *stage) Prepare(ctx context.Context, b bundle.Bundle, inv runtime.Invoca
 }
 
 // lazySandbox is the sandbox tier Config.Sandbox names, opened by its
-// first Run or Prepare; wasm images run in-process whatever the tier.
+// first Run or Prepare; wasm images run in-process in the wasm tier
+// (wasmRunner: this one under --sandbox=wasm) whatever the tier.
 type lazySandbox struct {
 	e      *Env
 	once   sync.Once
@@ -441,36 +495,32 @@ func (s *lazySandbox) Prepare(ctx context.Context, b bundle.Bundle, inv runtime.
 	}
 }
 
-// wasmRunner is the wasm tier, opened once, beside the tier that runs
-// container images: it compiles modules into the cache directory's wasm/
-// (entries keyed by module and wazero version). A tier that cannot open is
-// each wasm run's error.
+// wasmRunner is the wasm tier, opened once: under --sandbox=wasm the
+// sandbox itself (one tier, one wazero runtime and compiled-code cache for
+// every run), else a tier of its own beside the one that runs container
+// images, opened by the first wasm run. A tier that cannot open is each
+// wasm run's error.
 func (e *Env) wasmRunner() runtime.Runner {
 	e.wasmOnce.Do(func() {
-		c := e.cfg
-		opts := []runtime.Option{runtime.WithTimeout(c.FnTimeout), runtime.WithLogger(c.Log)}
-		if c.MaxOutput > 0 {
-			opts = append(opts, runtime.WithMaxOutput(c.MaxOutput))
-		}
-		if c.CacheDir != "" {
-			opts = append(opts, runtime.WithCompileCache(filepath.Join(c.CacheDir, cache.WasmDir)))
-		}
-		if c.WasmNotice {
-			opts = append(opts, runtime.WithCompileNotice(func(name string) {
-				fmt.Fprintf(c.Stderr, "compiling the wasm module of %s (once per module: kptr prewarm and kptr cache pull --allow-alpha-wasm compile ahead)\n", name)
-			}))
+		if e.cfg.wasmIsSandbox() {
+			r, err := e.sb.openQuiet()
+			if err != nil {
+				r = failingRunner{err}
+			}
+			e.wasm = r
+			return
 		}
 		t, ok := runtime.Lookup(runtime.Wasm)
 		if !ok {
 			e.wasm = failingRunner{errors.New("the wasm tier is not registered")}
 			return
 		}
-		sb, err := t.Open(opts...)
+		sb, err := t.Open(e.cfg.wasmOptions()...)
 		if err != nil {
 			e.wasm = failingRunner{Refusal(err, "")}
 			return
 		}
-		c.OnExit(sb.Close)
+		e.cfg.OnExit(sb.Close)
 		e.wasm = sb
 	})
 	return e.wasm

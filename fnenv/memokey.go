@@ -27,26 +27,57 @@ func (e *Env) variant() string {
 
 // WholeKey starts the key of a whole render or generate (kind) of the tree
 // fsys, whose Kptfiles name images, and opens the store to look it up in:
-// kptr's build, every entry of the tree, the manifest digest each image
-// resolves to now through the cache alone, and the chain's settings every
-// render reads (image prefix, function timeout and output limits, sandbox
-// choice, signature policy); the caller adds its own. nil when it cannot
-// be memoised as a whole: pull policy Always, an unknown build, a tree
-// with a link or a special file, an image the operator's policy refuses
-// (the render fails) or that is not cached, no private store.
+// TreeKey, then ImagesKey. nil when it cannot be memoised as a whole (see
+// both).
 func (e *Env) WholeKey(ctx context.Context, kind string, fsys fs.FS, images []string) (*memo.KeyBuilder, *memo.Store) {
-	if pp, err := cache.ParsePullPolicy(e.cfg.PullPolicy); err != nil || pp == cache.PullAlways {
+	t, ok := e.TreeKey(kind, fsys)
+	if !ok {
 		return nil, nil
+	}
+	return e.ImagesKey(ctx, t, images)
+}
+
+// Tree is the half of a whole key read from the package tree (TreeKey).
+type Tree struct {
+	kind string
+	sum  memo.Key
+}
+
+// TreeKey is the half of a whole key (kind) the tree fsys decides: kptr's
+// build and every entry of the tree. It is taken before the render, which
+// may rewrite the tree in place, and finished by ImagesKey once the images
+// are known, which may be only after the render pulled them. false when it
+// cannot be memoised as a whole: pull policy Always, an unknown build, a
+// tree with a link or a special file.
+func (e *Env) TreeKey(kind string, fsys fs.FS) (Tree, bool) {
+	if pp, err := cache.ParsePullPolicy(e.cfg.PullPolicy); err != nil || pp == cache.PullAlways {
+		return Tree{}, false
 	}
 	id := BuildID()
 	if id == "" {
-		return nil, nil
+		return Tree{}, false
 	}
-	k := memo.NewKey(kind)
+	k := memo.NewKey(kind + "-tree")
 	k.Str("kptr", id)
 	if !k.Tree(fsys) {
+		return Tree{}, false
+	}
+	return Tree{kind, k.Sum()}, true
+}
+
+// ImagesKey finishes the whole key of t: the manifest digest each image
+// resolves to now through the cache alone, and the chain's settings every
+// render reads (image prefix, function timeout and output limits, sandbox
+// choice, signature policy); the caller adds its own. It also opens the
+// store to look the key up in. nil when it cannot be memoised as a whole
+// (yet): an image the operator's policy refuses (the render fails) or that
+// is not cached, no private store.
+func (e *Env) ImagesKey(ctx context.Context, t Tree, images []string) (*memo.KeyBuilder, *memo.Store) {
+	if t.kind == "" {
 		return nil, nil
 	}
+	k := memo.NewKey(t.kind)
+	k.Bytes("tree", t.sum[:])
 	// a view of its own, opened now: the images a render pulled since the
 	// last look are there
 	c, err := e.openCache(cache.WithOffline(true), cache.WithProgress(nil))

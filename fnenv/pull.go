@@ -69,8 +69,10 @@ func (e *Env) Compile(ctx context.Context, refs []string, bundles []bundle.Bundl
 		// the tier did not open: its error, once, for the first module
 		for i, b := range bundles {
 			if b.Wasm != "" {
-				_, err := e.wasmRunner().Run(ctx, b, runtime.Invocation{})
-				return fmt.Errorf("%s: %w", refs[i], err)
+				if _, err := e.wasmRunner().Run(ctx, b, runtime.Invocation{}); err != nil {
+					return fmt.Errorf("%s: %w", refs[i], err)
+				}
+				return nil
 			}
 		}
 		return nil

@@ -88,6 +88,9 @@ type SandboxConfig struct {
 	Log       *slog.Logger
 	ImageDir  string // the image cache the runs' images come from
 	NoOverlay bool   // KPTR_OVERLAY=0: a read-only image even where an overlay works
+	// More are options for the tier beyond these (the wasm images' when
+	// the wasm tier is the sandbox).
+	More []runtime.Option
 }
 
 // OpenSandbox opens the runner c.Mode names: under auto the strongest tier
@@ -111,7 +114,7 @@ func OpenSandbox(c SandboxConfig) (r runtime.Runner, notice string, close func()
 	if c.NoOverlay {
 		opts = append(opts, runtime.WithOverlay(false))
 	}
-	sb, notice, err := runtime.Open(mode, opts...)
+	sb, notice, err := runtime.Open(mode, append(opts, c.More...)...)
 	if err != nil {
 		return nil, "", nil, Refusal(err, "")
 	}

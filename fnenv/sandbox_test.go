@@ -46,7 +46,7 @@ func TestParseSandboxIsTheOnePlaceForTheWords(t *testing.T) {
 	if !errors.As(err, &fe) || fe.ExitCode() != ExitUsage {
 		t.Fatalf("ParseSandbox(gvisor): %v, want a usage error (exit 2)", err)
 	}
-	if want := `KPTR_SANDBOX: want auto, strong, weak, named or none, got "gvisor"`; err.Error() != want {
+	if want := `KPTR_SANDBOX: want auto, strong, weak, named, wasm or none, got "gvisor"`; err.Error() != want {
 		t.Errorf("message %q, want %q", err, want)
 	}
 }

@@ -33,8 +33,9 @@ type RenderMemo interface {
 	// recorded); rec nil and ok true: not recorded yet (Record follows a
 	// success).
 	Lookup(pkg *os.Root, images []string) (rec *Outcome, ok bool)
-	// Record stores a successful render's outcome under the key its
-	// Lookup computed.
+	// Record stores a successful render's outcome under the key of what
+	// its Lookup read (the tree before the render; images the render
+	// pulled may be keyed only now).
 	Record(*Outcome)
 }
 

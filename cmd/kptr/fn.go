@@ -148,22 +148,6 @@ func (g *globals) baseOptions(allowWasm bool) (pipeline.Options, *fnenv.Env) {
 // fnScopes are the shared settings of the commands that run functions.
 const fnScopes = scopeCache | scopePull | scopeNames | scopeRun | scopeLog
 
-func (g *globals) fnCmd() *cobra.Command {
-	return group(&cobra.Command{
-		Use:   "fn",
-		Short: "Render, evaluate, source and sink packages as kpt fn does",
-		Long: `The kpt fn commands kptr implements, with kpt's flags, files, results,
-transcript and exit codes: render runs a package's Kptfile pipelines, eval
-runs one function over a package, source and sink turn a package into a
-ResourceList and back. Function images come from kptr's cache and run in its
-rootless sandbox; no container daemon is involved.`,
-		Example: `  kptr fn render my-package
-  kptr fn eval my-package -i set-labels:v0.2.0 -- app=web
-  kptr fn source my-package | kptr fn eval - -i set-namespace:v0.4.1 -- namespace=prod | kptr fn sink out`,
-	}, g.renderCmd("render", "Render a package: run its Kptfile pipelines, as kpt fn render does"),
-		g.evalCmd(), g.sourceCmd(), g.sinkCmd())
-}
-
 // renderCmd is fn render, also installed at the top level as kptr render.
 func (g *globals) renderCmd(name, short string) *cobra.Command {
 	var allowExec, allowNetwork, truncate, allowWasm bool

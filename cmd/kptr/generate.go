@@ -297,7 +297,7 @@ func redact(s string) string {
 // around it, memoised by default (Argo CD regenerates unchanged apps on
 // every commit), its pulls background fetches (fetch.go).
 func (g *globals) generateEnv(p *policy) *fnenv.Env {
-	cfg := g.fnConfig(g.memoOn(true), p.AllowWasm, &fnenv.Policy{AllowedImages: p.AllowedImages, AllowExec: p.AllowExec, AllowNetwork: p.AllowNetwork})
+	cfg := g.fnConfig(g.memoOn(true), p.AllowWasm, p.chainPolicy())
 	cfg.Background = &fnenv.Background{Start: g.backgroundFetch(p.FetchTimeout), Timeout: p.FetchTimeout}
 	return fnenv.New(cfg)
 }

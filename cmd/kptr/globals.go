@@ -461,3 +461,22 @@ func envDuration(v string, def time.Duration) time.Duration {
 	}
 	return def
 }
+
+// memoOn says whether the command memoises function results: --memo or
+// KPTR_MEMO when set, else the command's default (on for generate, off for
+// fn render and fn eval).
+func (g *globals) memoOn(def bool) bool {
+	switch g.memo {
+	case memoOn:
+		return true
+	case memoOff:
+		return false
+	}
+	return def
+}
+
+// envOff reports whether a default-on variable of envOnlyBools is set off.
+func (g *globals) envOff(name string) bool {
+	v := strings.TrimSpace(g.getenv(name))
+	return v != "" && !envBool(v)
+}

@@ -20,9 +20,9 @@ import (
 //   - every file and directory of the application's tree (path, type,
 //     mode, content; memo.KeyBuilder.Tree); a tree with a symbolic link or
 //     a special file is not memoised as a whole;
-//   - the manifest digest each Kptfile image resolves to now, through the
-//     cache alone (an image not cached, a tag constraint, or
-//     --image-pull-policy Always: not memoised as a whole);
+//   - the manifest digest each Kptfile image resolves to through the cache
+//     alone (an image not cached yet: once generate pulled it; a tag
+//     constraint or --image-pull-policy Always: not memoised as a whole);
 //   - the operator's policy after the app's parameters (allow-list, limits,
 //     annotation domain), the app metadata the manifests carry (only with an
 //     annotation domain: the revision changes on every commit), the global

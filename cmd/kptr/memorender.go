@@ -27,8 +27,11 @@ import (
 // matter), whether there is a results directory (the replay prints its
 // path anew), --truncate-output. A render allowed exec functions or the
 // network is never memoised as a whole, nor is a package with a link or a
-// special file, an image not cached, a tag constraint, or pull policy
-// Always. Only a successful render is recorded.
+// special file, a tag constraint, or pull policy Always. Only a successful
+// render is recorded. The tree half of the key is taken before the render
+// (in place, the render rewrites the tree); a render whose images were not
+// all cached yet is keyed when it succeeded, on the digests it pulled, so
+// the next render of the unchanged package is a replay.
 
 // renderMemo keys and records whole renders for pipeline.Render.
 type renderMemo struct {
@@ -40,9 +43,13 @@ type renderMemo struct {
 	truncate   bool
 	t0         time.Time
 
-	// set by Lookup
-	st  *memo.Store
-	key memo.Key
+	// set by Lookup: the tree's half of the key and the images; the key
+	// and its store once the images are cached (by Lookup, else Record)
+	tree   fnenv.Tree
+	pkg    string
+	images []string
+	st     *memo.Store
+	key    memo.Key
 }
 
 // renderMemo is the whole-render memo for fn render's settings; nil when
@@ -58,19 +65,15 @@ func (g *globals) renderMemo(ctx context.Context, env *fnenv.Env, allowExec, all
 func (m *renderMemo) Lookup(pkg *os.Root, images []string) (*pipeline.Outcome, bool) {
 	files := dirfs.New(pkg)
 	defer files.Close()
-	k, st := m.env.WholeKey(m.ctx, "render", files, images)
-	if k == nil {
+	t, ok := m.env.TreeKey("render", files)
+	if !ok {
 		return nil, false
 	}
-	k.Str("kpt", strconv.FormatBool(m.g.kpt))
-	// the functions see it (internal.config.kubernetes.io/package-path, as
-	// in kpt), and the transcript shows its name
-	k.Str("package", pkg.Name())
-	k.Str("output", pipeline.OutputClass(m.output))
-	k.Str("results", strconv.FormatBool(m.resultsDir != ""))
-	k.Str("truncate-output", strconv.FormatBool(m.truncate))
-	m.st, m.key = st, k.Sum()
-	rec, ok := st.Get(m.key)
+	m.tree, m.pkg, m.images = t, pkg.Name(), images
+	if !m.keyed() {
+		return nil, true // an image to pull: keyed by Record
+	}
+	rec, ok := m.st.Get(m.key)
 	if !ok {
 		return nil, true
 	}
@@ -82,8 +85,31 @@ func (m *renderMemo) Lookup(pkg *os.Root, images []string) (*pipeline.Outcome, b
 	return o, true
 }
 
-// Record stores a successful render's outcome.
+// keyed finishes the key of the render (the tree's half taken) once every
+// image is cached; false while one is not.
+func (m *renderMemo) keyed() bool {
+	k, st := m.env.ImagesKey(m.ctx, m.tree, m.images)
+	if k == nil {
+		return false
+	}
+	k.Str("kpt", strconv.FormatBool(m.g.kpt))
+	// the functions see it (internal.config.kubernetes.io/package-path, as
+	// in kpt), and the transcript shows its name
+	k.Str("package", m.pkg)
+	k.Str("output", pipeline.OutputClass(m.output))
+	k.Str("results", strconv.FormatBool(m.resultsDir != ""))
+	k.Str("truncate-output", strconv.FormatBool(m.truncate))
+	m.st, m.key = st, k.Sum()
+	return true
+}
+
+// Record stores a successful render's outcome, under the key Lookup took
+// or, when an image had to be pulled, the key finished now: the tree as
+// the render read it and the digests it pulled.
 func (m *renderMemo) Record(o *pipeline.Outcome) {
+	if m.st == nil && !m.keyed() {
+		return
+	}
 	b, err := o.Marshal()
 	if err != nil {
 		return

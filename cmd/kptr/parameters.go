@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,7 +72,7 @@ registry and never runs a function.`,
 		if len(args) == 1 {
 			dir = args[0]
 		}
-		anns, err := announceFunctions(ctx, g, p.AllowedImages, dir)
+		anns, err := announceFunctions(ctx, g, &p, dir)
 		if err != nil {
 			return err
 		}
@@ -92,9 +91,12 @@ registry and never runs a function.`,
 // sorted, unique, kpt's prefix and tag rules applied), each as
 // "IMAGE@DIGEST" when the cache resolves it offline, "IMAGE (not cached: pulled
 // at the first render)" when it does not, and "IMAGE (refused: not in the
-// operator's allow-list)" when allowed refuses it. No Kptfile in dir: no
-// announcement.
-func announceFunctions(ctx context.Context, g *globals, allowed []string, dir string) ([]parameterAnnouncement, error) {
+// operator's allow-list)" when p refuses it. No Kptfile in dir: no
+// announcement. It resolves through the function chain's offline view
+// (fnenv.Env.Cached), so an image resolves as generate's would (its
+// policy, the signature policy, wasm images when allowed), but never
+// through a pull: the announcement must answer in bounded time.
+func announceFunctions(ctx context.Context, g *globals, p *policy, dir string) ([]parameterAnnouncement, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, withCode(exitUsage, err)
@@ -106,22 +108,15 @@ func announceFunctions(ctx context.Context, g *globals, allowed []string, dir st
 	if err != nil {
 		return nil, withCode(exitUsage, fmt.Errorf("reading the Kptfiles under %s: %w", displayPath(abs), err))
 	}
-	var c *cache.Cache
-	if len(images) > 0 {
-		if c, err = g.openCacheWith(slog.LevelDebug, cache.WithOffline(true)); err != nil {
-			return nil, err
-		}
-		defer c.Close()
-	}
-	allow := &fnenv.Policy{AllowedImages: allowed}
+	env := g.fnEnv(false, p.AllowWasm, p.chainPolicy())
+	defer env.Close()
 	entries := make([]string, 0, len(images))
 	for _, img := range images {
-		if allow.CheckImage(img) != nil {
-			entries = append(entries, img+" (refused: not in the operator's allow-list)")
-			continue
-		}
-		b, err := c.Resolve(ctx, img)
+		b, err := env.Cached(ctx, img)
+		var refused *fnenv.PolicyError
 		switch {
+		case errors.As(err, &refused):
+			entries = append(entries, img+" (refused: not in the operator's allow-list)")
 		case err == nil && strings.HasSuffix(img, "@"+b.Digest.String()):
 			entries = append(entries, img) // pinned by digest in the Kptfile
 		case err == nil:

@@ -93,6 +93,11 @@ func envInt64(v string, def int64) int64 {
 	return def
 }
 
+// chainPolicy is the part of p the function chain enforces.
+func (p *policy) chainPolicy() *fnenv.Policy {
+	return &fnenv.Policy{AllowedImages: p.AllowedImages, AllowExec: p.AllowExec, AllowNetwork: p.AllowNetwork}
+}
+
 // validate checks the operator's settings once, so that a bad pod spec fails
 // every render with the same clear message.
 func (p *policy) validate() error {

@@ -93,3 +93,20 @@ policy (--signature-policy), 130 and 143 interrupted (SIGINT, SIGTERM).`,
 	}
 	return root
 }
+
+// fnCmd is the fn group: the kpt fn commands kptr implements.
+func (g *globals) fnCmd() *cobra.Command {
+	return group(&cobra.Command{
+		Use:   "fn",
+		Short: "Render, evaluate, source and sink packages as kpt fn does",
+		Long: `The kpt fn commands kptr implements, with kpt's flags, files, results,
+transcript and exit codes: render runs a package's Kptfile pipelines, eval
+runs one function over a package, source and sink turn a package into a
+ResourceList and back. Function images come from kptr's cache and run in its
+rootless sandbox; no container daemon is involved.`,
+		Example: `  kptr fn render my-package
+  kptr fn eval my-package -i set-labels:v0.2.0 -- app=web
+  kptr fn source my-package | kptr fn eval - -i set-namespace:v0.4.1 -- namespace=prod | kptr fn sink out`,
+	}, g.renderCmd("render", "Render a package: run its Kptfile pipelines, as kpt fn render does"),
+		g.evalCmd(), g.sourceCmd(), g.sinkCmd())
+}

@@ -74,11 +74,11 @@ var envOnlyBools = []string{
 	"KPTR_PREPARE", // false: every sandbox starts cold
 }
 
-// envOff reports whether a default-on variable of envOnlyBools is set off.
-func (g *globals) envOff(name string) bool {
-	v := strings.TrimSpace(g.getenv(name))
-	return v != "" && !envBool(v)
-}
+// --memo / KPTR_MEMO values.
+const (
+	memoOn  = "on"
+	memoOff = "off"
+)
 
 // settingValues are the words of the enumerated settings, for shell
 // completion (checkSettings holds a value to the same lists).

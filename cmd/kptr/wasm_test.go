@@ -161,6 +161,12 @@ func TestGenerateWasm(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "namespace: staging") || !strings.Contains(stdout, "name: cm") {
 		t.Fatalf("with KPTR_ALLOW_WASM: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
+	// the wasm tier as the sandbox runs the wasm images too
+	env["KPTR_SANDBOX"], env["KPTR_CACHE_DIR"] = "wasm", t.TempDir()
+	code, stdout, stderr = runGenerateCmd(t, app, env)
+	if code != 0 || !strings.Contains(stdout, "namespace: staging") {
+		t.Fatalf("KPTR_SANDBOX=wasm: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
 }
 
 // Every way of filling the cache ahead (kptr prewarm of a package or of an
