@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+
+	"github.com/kptr-dev/kptr/fnenv"
 )
 
 // Exit codes (DESIGN.md, README): 0 ok, 1 function or validation failure,
@@ -18,43 +20,24 @@ const (
 	exitSignature = 4 // cache.ExitSignature
 )
 
-// exitError carries an exit code through the error chain.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
-
-// ExitCode lets packages below (fnenv) read the code too.
-func (e *exitError) ExitCode() int { return e.code }
+// exitError carries an exit code through the error chain: fnenv's error
+// type, so that a code set here and one set below read the same way.
+type exitError = fnenv.Error
 
 func usageError(format string, a ...any) error {
-	return &exitError{exitUsage, fmt.Errorf(format, a...)}
+	return &exitError{Code: exitUsage, Err: fmt.Errorf(format, a...)}
 }
 
 func withCode(code int, err error) error {
 	if err == nil {
 		return nil
 	}
-	return &exitError{code, err}
+	return &exitError{Code: code, Err: err}
 }
 
-// exitCoder lets library errors choose their exit code without importing main.
-type exitCoder interface{ ExitCode() int }
-
-func exitCodeOf(err error) int {
-	var ee *exitError
-	if errors.As(err, &ee) {
-		return ee.code
-	}
-	var ec exitCoder
-	if errors.As(err, &ec) {
-		return ec.ExitCode()
-	}
-	return exitFunction
-}
+// exitCodeOf is the code err carries (the first ExitCode in its chain:
+// the commands', fnenv's, the cache's), else 1.
+func exitCodeOf(err error) int { return fnenv.ExitCode(err) }
 
 // errReported marks an error the command already printed in its own format
 // (kpt's "Error: ..." lines, doctor's report); run only sets the exit code.
@@ -62,5 +45,5 @@ var errReported = errors.New("reported")
 
 // reported keeps err's exit code but tells run it was already printed.
 func reported(err error) error {
-	return &exitError{code: exitCodeOf(err), err: errReported}
+	return &exitError{Code: exitCodeOf(err), Err: errReported}
 }

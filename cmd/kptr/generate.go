@@ -105,7 +105,7 @@ func (g *globals) runGenerate(ctx context.Context, c *cobra.Command, p *policy, 
 		if p.Timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			// Say which limit struck: the cause underneath is only
 			// "context deadline exceeded" at whatever step was running.
-			err = &exitError{exitCodeOf(err), fmt.Errorf("timed out after %s (the operator's limit, KPTR_TIMEOUT / --timeout): %w", p.Timeout, err)}
+			err = &exitError{Code: exitCodeOf(err), Err: fmt.Errorf("timed out after %s (the operator's limit, KPTR_TIMEOUT / --timeout): %w", p.Timeout, err)}
 		}
 		return err
 	}
@@ -264,7 +264,7 @@ func generateFailed(g *globals, err error) error {
 		return nil
 	}
 	fmt.Fprintf(g.stderr, "kptr generate: %s\n", oneLine(redact(err.Error())))
-	return &exitError{exitCodeOf(err), errReported}
+	return &exitError{Code: exitCodeOf(err), Err: errReported}
 }
 
 // oneLine folds a multi-line message (a function's stderr tail) into one line.
@@ -350,7 +350,7 @@ func renderForGenerate(ctx context.Context, g *globals, env *fnenv.Env, p *polic
 			msg = strings.Replace(msg, "--allow-alpha-wasm", "the operator's policy (KPTR_ALLOW_WASM / --allow-alpha-wasm)", 1)
 			code = exitUsage // a setting to change, as exec's
 		}
-		return nil, &exitError{code, errors.New(msg)}
+		return nil, &exitError{Code: code, Err: errors.New(msg)}
 	}
 	return out.Resources, nil
 }

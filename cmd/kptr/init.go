@@ -50,7 +50,7 @@ executed, 3 when it cannot be started (the process limit).`,
 			return initError(err)
 		}
 		if code != exitOK {
-			return &exitError{code: code, err: errReported}
+			return &exitError{Code: code, Err: errReported}
 		}
 		return nil
 	})
