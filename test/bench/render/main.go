@@ -840,6 +840,8 @@ const (
 	upKpt          = "kpt fn eval --exec"
 	upBwrap        = "bwrap, the binary directly"
 	upBare         = "bare exec of the binary"
+	// upVersion: kptr's start alone (issue 33: ≤ 8 ms CPU, ≤ 16 MiB).
+	upVersion = "kptr version"
 )
 
 // startup measures a warm run of the trivial function each way.
@@ -898,7 +900,8 @@ func (b *bench) startup(runs int) (startupResult, error) {
 	if b.bwrap != "" {
 		ways = append(ways, upWay{upBwrap, onInput(b.bwrap, bwrapArgs(b.bin["cat"])...)})
 	}
-	ways = append(ways, upWay{upBare, onInput(b.bin["cat"])})
+	ways = append(ways, upWay{upBare, onInput(b.bin["cat"])},
+		upWay{upVersion, func() (sample, error) { return runCmd(exec.Command(b.kptr, "version")) }})
 	res := startupResult{samples: map[string][]sample{}}
 	for _, w := range ways {
 		res.order = append(res.order, w.name)
