@@ -23,6 +23,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	repoapi "github.com/argoproj/argo-cd/v3/reposerver/apiclient"
 
 	"github.com/kptr-dev/kptr/test/bench/pkggen"
@@ -80,6 +81,7 @@ func BenchmarkFleet(b *testing.B) {
 	for b.Loop() {
 		report.chain = f.refreshes(b, "chain")
 		report.chainAll = f.refreshes(b, "chain-all")
+		report.named = f.refreshes(b, "chain-named")
 		report.direct = f.refreshes(b, "direct")
 		report.fns, report.fnsChanged, report.fnsBumped = f.functionsAlone(b)
 	}
@@ -351,16 +353,24 @@ type refresh struct {
 func (f *fleet) refreshes(b *testing.B, way string) []refresh {
 	var out []refresh
 	switch way {
-	case "chain", "chain-all":
-		annotated := way == "chain"
+	case "chain", "chain-all", "chain-named":
+		// chain-named: a third installation, cold, whose plugin.yaml has
+		// no discover section and whose Applications name the plugin, so
+		// that the repo-server never sends the repository for discovery.
+		annotated, named := way != "chain-all", way == "chain-named"
 		commits := f.commits
-		if annotated {
-			seccomp := filepath.Join(repoRoot, "test/e2e/argocd/testdata/runtime-default/containerd-docker-default.json")
-			f.sidecar = startServerWith(b, f.env(), sidecarOptions{seccomp: seccomp, rss: true})
-		} else {
-			commits = slices.DeleteFunc(slices.Clone(commits), func(cm fleetCommit) bool { return cm.phase != "warm" })
-		}
+		seccomp := filepath.Join(repoRoot, "test/e2e/argocd/testdata/runtime-default/containerd-docker-default.json")
 		s := f.sidecar
+		switch way {
+		case "chain":
+			f.sidecar = startServerWith(b, f.env(), sidecarOptions{seccomp: seccomp, rss: true})
+			s = f.sidecar
+		case "chain-all":
+			commits = slices.DeleteFunc(slices.Clone(commits), func(cm fleetCommit) bool { return cm.phase != "warm" })
+		case "chain-named":
+			s = startServerWith(b, f.env(), sidecarOptions{seccomp: seccomp, rss: true, noDiscovery: true})
+			commits = commits[:1]
+		}
 		c := startRepoServer(b, s, startRedis(b), f.repoURL, "", "ARGOCD_REPO_SERVER_PLUGIN_USE_MANIFEST_GENERATE_PATHS=true")
 		var mu sync.Mutex
 		synced := map[string]string{} // app → the commit it last compared
@@ -369,7 +379,11 @@ func (f *fleet) refreshes(b *testing.B, way string) []refresh {
 			kb, _ := rssLog(s)
 			rssBefore := len(kb)
 			r := f.run(b, cm, func(ctx context.Context, app string) error {
-				q := c.request(app, c.source("apps/"+app, nil))
+				var plugin *v1alpha1.ApplicationSourcePlugin
+				if named {
+					plugin = kptPlugin()
+				}
+				q := c.request(app, c.source("apps/"+app, plugin))
 				if annotated {
 					// The application controller (controller/state.go) with
 					// the manifest-generate-paths annotation ".": once an
@@ -404,7 +418,7 @@ func (f *fleet) refreshes(b *testing.B, way string) []refresh {
 			})
 			kb, sec := rssLog(s)
 			r.rssKB, r.kptrSec = kb[rssBefore:], sec[rssBefore:]
-			if cm.phase == "cold" && annotated {
+			if cm.phase == "cold" && way == "chain" {
 				f.cacheDu = du(s.cache)
 			}
 			out = append(out, r)
@@ -618,6 +632,7 @@ type fleetReport struct {
 	started                    time.Time
 	load                       string
 	chain, chainAll, direct    []refresh
+	named                      []refresh // the cold refresh, a named plugin without discovery
 	fns, fnsChanged, fnsBumped time.Duration
 }
 
@@ -667,6 +682,7 @@ func (r *fleetReport) print(f *fleet) {
 		fmt.Println()
 	}
 	table("Applications annotated manifest-generate-paths: \".\" (the controller asks UpdateRevisionForPaths first; unchanged ones answered from Redis):", r.chain)
+	table("Named plugin without discovery (plugin.yaml without discover, every Application names kpt-v1), annotated, the cold commit only, a sidecar of its own with an empty cache:", r.named)
 	table("No annotation, the warm commit only (every Application regenerated through a second repo-server and Redis, the same sidecar: kptr replays what it rendered before):", r.chainAll)
 	fmt.Printf("functions alone: the whole fleet %s, the changed package %s, the %d bumped packages %s (the binaries on the captured ResourceLists, %d apps at a time)\n",
 		sec(r.fns), sec(r.fnsChanged), f.bumped, sec(r.fnsBumped), *fleetConcurrency)
@@ -703,6 +719,9 @@ func (r *fleetReport) print(f *fleet) {
 	cold := byPhase["cold"].wall
 	bound := time.Duration(1.3 * float64(r.fns+f.pulls))
 	fmt.Printf("- cold refresh ≤ 1.3 × (functions alone + pulls) = %s: %s (%s)\n", sec(bound), sec(cold), verdict(cold <= bound))
+	if named := phases(r.named)["cold"].wall; named > 0 {
+		fmt.Printf("- the same, a named plugin without discovery: %s (%s)\n", sec(named), verdict(named <= bound))
+	}
 }
 
 func loadavg() string {
