@@ -355,7 +355,7 @@ func (e *Env) ResolveCached(ctx context.Context, ref string) (bundle.Bundle, boo
 		return bundle.Bundle{}, false
 	}
 	go func() { _ = e.init() }()
-	b, err := e.Cached(ctx, ref)
+	b, err := e.cached(ctx, ref)
 	return b, err == nil
 }
 
@@ -370,6 +370,11 @@ func (e *Env) Cached(ctx context.Context, ref string) (bundle.Bundle, error) {
 	if err := e.cfg.Policy.CheckImage(ref); err != nil {
 		return bundle.Bundle{}, err
 	}
+	return e.cached(ctx, ref)
+}
+
+// cached is Cached once the allow-list has allowed ref.
+func (e *Env) cached(ctx context.Context, ref string) (bundle.Bundle, error) {
 	e.offlineOnce.Do(func() {
 		e.offline, e.offlineErr = e.openCache(cache.WithOffline(true), cache.WithProgress(nil))
 	})
