@@ -3,8 +3,6 @@ package cache
 import (
 	"context"
 	"errors"
-	"regexp"
-
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/gofrs/flock"
 	"github.com/kptr-dev/kptr/bundle"
+	"github.com/kptr-dev/kptr/internal/lazyre"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
@@ -324,7 +323,7 @@ func (c *Cache) removeImage(ctx context.Context, h v1.Hash) error {
 // tempName matches the names the cache gives what it writes in tmp/
 // (tempPath's kind-pid-token, Open's probe-N, a download's partial-<hex>):
 // the only entries staleTmp may list.
-var tempName = regexp.MustCompile(`^((file|trash|debris|unpack|import|blob-[0-9a-f]{12})-[0-9]+-[0-9a-f]+|probe-[0-9]+|partial-[0-9a-f]{64})$`)
+var tempName = lazyre.New(`^((file|trash|debris|unpack|import|blob-[0-9a-f]{12})-[0-9]+-[0-9a-f]+|probe-[0-9]+|partial-[0-9a-f]{64})$`)
 
 // staleTmp lists tmp/ entries whose writer is gone. Under the exclusive gc
 // lock no pull runs anywhere (pulls hold it shared, in any pid namespace),
@@ -337,7 +336,7 @@ func (c *Cache) staleTmp(exclusive bool) []string {
 	var out []string
 	ents, _ := os.ReadDir(c.path(tmpDir))
 	for _, e := range ents {
-		if !tempName.MatchString(e.Name()) {
+		if !tempName().MatchString(e.Name()) {
 			continue // not written by a cache (tempPath, Open's probe): never removed
 		}
 		parts := strings.Split(e.Name(), "-")

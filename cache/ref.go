@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/Masterminds/semver/v3"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/kptr-dev/kptr/imageref"
+	"github.com/kptr-dev/kptr/internal/lazyre"
 )
 
 // imageRef is one reference in its three spellings: as the caller named it
@@ -100,7 +100,7 @@ var ErrNoTagMatch = errors.New("no tag matches")
 // maxNearestTags bounds the tags a no-match error lists.
 const maxNearestTags = 5
 
-var leadingVersion = regexp.MustCompile(`(\d+)(?:\.(\d+))?(?:\.(\d+))?`)
+var leadingVersion = lazyre.New(`(\d+)(?:\.(\d+))?(?:\.(\d+))?`)
 
 // noTagMatches says that no tag of tags matches constraint and lists the
 // nearest semver tags, at most maxNearestTags in version order: those on
@@ -120,7 +120,7 @@ func noTagMatches(tags []string, constraint string) error {
 	}
 	sort.SliceStable(vs, func(i, j int) bool { return vs[i].LessThan(vs[j]) })
 	at := len(vs) // where the constraint's version would sit among vs
-	if m := leadingVersion.FindStringSubmatch(constraint); m != nil {
+	if m := leadingVersion().FindStringSubmatch(constraint); m != nil {
 		var n [3]uint64
 		for i := range 3 {
 			n[i], _ = strconv.ParseUint(m[i+1], 10, 64)

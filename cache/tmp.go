@@ -46,7 +46,7 @@ func (c *Cache) RemoveOwnTemporaries() {
 	ents, _ := os.ReadDir(c.path(tmpDir))
 	own := "-" + strconv.Itoa(os.Getpid()) + "-"
 	for _, e := range ents {
-		if tempName.MatchString(e.Name()) && strings.Contains(e.Name(), own) {
+		if tempName().MatchString(e.Name()) && strings.Contains(e.Name(), own) {
 			_ = removeTree(filepath.Join(c.path(tmpDir), e.Name()))
 		}
 	}

@@ -13,11 +13,12 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/kptr-dev/kptr/internal/lazyre"
 )
 
 // ---- atomic multi-file commit ----
@@ -324,7 +325,7 @@ func (w *pkgWriter) journalMAC(key, body []byte) ([]byte, error) {
 	return m.Sum(nil), nil
 }
 
-var stagedName = regexp.MustCompile(`^data/[0-9]{1,9}$`)
+var stagedName = lazyre.New(`^data/[0-9]{1,9}$`)
 
 // checkOps checks every operation before any is applied. inRecovery allows
 // staged files that are already gone (applied before a crash).
@@ -340,7 +341,7 @@ func (w *pkgWriter) checkOps(ops []txOp, inRecovery bool) error {
 		if op.Src == "" {
 			continue
 		}
-		if !stagedName.MatchString(op.Src) || srcs[op.Src] {
+		if !stagedName().MatchString(op.Src) || srcs[op.Src] {
 			return fmt.Errorf("source %q is not a staged file", op.Src)
 		}
 		srcs[op.Src] = true

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"path"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/kptr-dev/kptr/internal/lazyre"
 	"github.com/kptr-dev/kptr/pipeline/internal/fastyaml"
 	"github.com/kptr-dev/kptr/pipeline/internal/fileerr"
 	kptv1 "github.com/kptr-dev/kptr/pipeline/kptfile/v1"
@@ -141,7 +141,7 @@ func readPackage(fsys *pkgFS, name string) ([]*yaml.RNode, error) {
 	return out, nil
 }
 
-var docSeparator = regexp.MustCompile(`\n---.*\n`)
+var docSeparator = lazyre.New(`\n---.*\n`)
 
 // decodeFile splits and parses a file as ByteReader does (without its
 // annotations); slow is true when kyaml must read it instead.
@@ -150,7 +150,7 @@ func decodeFile(s string) (docs []*yaml.RNode, styles []string, slow bool, err e
 	var values []string
 	if len(s) > 0 {
 		prev := 0
-		for _, loc := range docSeparator.FindAllStringIndex(s, -1) {
+		for _, loc := range docSeparator().FindAllStringIndex(s, -1) {
 			sep := s[loc[0]:loc[1]]
 			if rest := strings.TrimSpace(sep[4:]); len(rest) > 0 && rest[0] != '#' {
 				return nil, nil, false, errors.New("invalid document separator: " + strings.TrimSpace(sep))

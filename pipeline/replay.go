@@ -2,10 +2,13 @@ package pipeline
 
 import (
 	"bytes"
-	"encoding/gob"
+	"encoding/binary"
 	"errors"
 	"io"
+	"maps"
+	"math"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -82,27 +85,154 @@ func OutputClass(output string) string {
 	return outputDir
 }
 
+// The record of an Outcome: outcomeMagic, then the fields in declaration
+// order, each string and byte slice as a uvarint length and its bytes
+// (Stdout, Results and Transcript after a byte that says whether they are
+// there at all: nil and empty differ, as Fits reads Results), Files sorted
+// by path, the counts as uvarints. Not encoding/gob, whose package
+// initialiser ran in every start of kptr (issue 33); the records of
+// another kptr build are never read (the memo's key names the build).
+const outcomeMagic = "kptr-outcome/1\n"
+
 // Marshal encodes o for a record store (UnmarshalOutcome decodes it).
 func (o *Outcome) Marshal() ([]byte, error) {
-	var b bytes.Buffer
-	if err := gob.NewEncoder(&b).Encode(o); err != nil {
-		return nil, err
+	if o.Functions < 0 || o.Packages < 0 {
+		return nil, errors.New("negative count in a render's outcome")
 	}
-	return b.Bytes(), nil
+	b := append([]byte(nil), outcomeMagic...)
+	putBytes := func(v []byte) {
+		b = binary.AppendUvarint(b, uint64(len(v)))
+		b = append(b, v...)
+	}
+	putBytes([]byte(o.Output))
+	b = binary.AppendUvarint(b, uint64(len(o.Files)))
+	for _, name := range slices.Sorted(maps.Keys(o.Files)) {
+		putBytes([]byte(name))
+		putBytes(o.Files[name])
+	}
+	b = binary.AppendUvarint(b, uint64(len(o.Deletes)))
+	for _, d := range o.Deletes {
+		putBytes([]byte(d))
+	}
+	for _, v := range [][]byte{o.Stdout, o.Results, o.Transcript} {
+		if v == nil {
+			b = append(b, 0)
+			continue
+		}
+		b = append(b, 1)
+		putBytes(v)
+	}
+	b = binary.AppendUvarint(b, uint64(o.Functions))
+	b = binary.AppendUvarint(b, uint64(o.Packages))
+	return b, nil
 }
 
-// UnmarshalOutcome decodes what Marshal encoded: exactly one
-// Outcome, nothing after it (a record store bounds b's size).
+// UnmarshalOutcome decodes what Marshal encoded: exactly one Outcome,
+// nothing after it. A record store bounds b's size, and every length is
+// checked against what is left of b before anything is made of that size.
 func UnmarshalOutcome(b []byte) (*Outcome, error) {
-	r := bytes.NewReader(b)
-	o := &Outcome{}
-	if err := gob.NewDecoder(r).Decode(o); err != nil {
-		return nil, err
+	d := outcomeDecoder{b: b}
+	if !bytes.HasPrefix(b, []byte(outcomeMagic)) {
+		return nil, errors.New("not a recorded render")
 	}
-	if r.Len() != 0 {
+	d.b = b[len(outcomeMagic):]
+	o := &Outcome{Output: string(d.bytes())}
+	if n := d.count(); n > 0 {
+		o.Files = make(map[string][]byte, n)
+		for range n {
+			name := string(d.bytes())
+			o.Files[name] = d.bytes()
+		}
+	}
+	for n := d.count(); n > 0; n-- {
+		o.Deletes = append(o.Deletes, string(d.bytes()))
+	}
+	for _, v := range []*[]byte{&o.Stdout, &o.Results, &o.Transcript} {
+		if d.flag() {
+			*v = d.bytes()
+		}
+	}
+	o.Functions, o.Packages = d.number(), d.number()
+	switch {
+	case d.err != nil:
+		return nil, d.err
+	case len(d.b) != 0:
 		return nil, errors.New("trailing bytes after a recorded render")
 	}
 	return o, nil
+}
+
+// outcomeDecoder reads UnmarshalOutcome's record; its first error sticks
+// and makes every later read return nothing.
+type outcomeDecoder struct {
+	b   []byte
+	err error
+}
+
+var errTruncatedOutcome = errors.New("truncated recorded render")
+
+func (d *outcomeDecoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.err = errTruncatedOutcome
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+// count reads a count or length: never more than the bytes left, as each
+// counted thing takes at least one byte.
+func (d *outcomeDecoder) count() int {
+	v := d.uvarint()
+	if v > uint64(len(d.b)) && d.err == nil {
+		d.err = errTruncatedOutcome
+	}
+	if d.err != nil {
+		return 0
+	}
+	return int(v)
+}
+
+// number reads a count that counts nothing in the record (a render's
+// functions and packages).
+func (d *outcomeDecoder) number() int {
+	v := d.uvarint()
+	if v > math.MaxInt32 && d.err == nil {
+		d.err = errors.New("malformed recorded render")
+	}
+	if d.err != nil {
+		return 0
+	}
+	return int(v)
+}
+
+func (d *outcomeDecoder) bytes() []byte {
+	n := d.count()
+	if d.err != nil {
+		return nil
+	}
+	v := d.b[:n:n]
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *outcomeDecoder) flag() bool {
+	if d.err != nil || len(d.b) == 0 {
+		if d.err == nil {
+			d.err = errTruncatedOutcome
+		}
+		return false
+	}
+	f := d.b[0]
+	d.b = d.b[1:]
+	if f > 1 {
+		d.err = errors.New("malformed recorded render")
+	}
+	return f == 1
 }
 
 // lookup asks opts.Memo for a recorded outcome fit for this render; on a

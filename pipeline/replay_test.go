@@ -219,7 +219,7 @@ func TestRenderReplayRecordsOnlySuccess(t *testing.T) {
 }
 
 func TestOutcomeDecodeIsExact(t *testing.T) {
-	o := &Outcome{Output: OutputInPlace, Files: map[string][]byte{"a.yaml": []byte("a: 1\n")}, Deletes: []string{"b.yaml"}, Transcript: []byte("x\n"), Functions: 2, Packages: 1}
+	o := &Outcome{Output: OutputInPlace, Files: map[string][]byte{"a.yaml": []byte("a: 1\n"), "sub/b.yaml": {}}, Deletes: []string{"b.yaml", "c.yaml"}, Stdout: []byte{}, Transcript: []byte("x\n"), Functions: 2, Packages: 1}
 	b, err := o.Marshal()
 	if err != nil {
 		t.Fatal(err)
@@ -228,10 +228,24 @@ func TestOutcomeDecodeIsExact(t *testing.T) {
 	if err != nil || fmt.Sprint(*got) != fmt.Sprint(*o) {
 		t.Fatalf("round trip: %v, %+v", err, got)
 	}
+	// nil and empty differ (Fits reads Results)
+	if got.Stdout == nil || got.Results != nil || got.Files["sub/b.yaml"] == nil {
+		t.Errorf("nil and empty not kept apart: Stdout %#v, Results %#v, an empty file %#v", got.Stdout, got.Results, got.Files["sub/b.yaml"])
+	}
+	if again, _ := got.Marshal(); !bytes.Equal(again, b) {
+		t.Error("a decoded record encodes differently")
+	}
 	if _, err := UnmarshalOutcome(append(b, 0)); err == nil {
 		t.Error("trailing bytes accepted")
 	}
-	if _, err := UnmarshalOutcome(b[:len(b)-3]); err == nil {
-		t.Error("a truncated record accepted")
+	for n := range len(b) {
+		if _, err := UnmarshalOutcome(b[:n]); err == nil {
+			t.Fatalf("a record truncated to %d of %d bytes accepted", n, len(b))
+		}
+	}
+	// a length past the end is refused before anything of that size is made
+	huge := append([]byte(outcomeMagic), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f)
+	if _, err := UnmarshalOutcome(huge); err == nil {
+		t.Error("a length past the record's end accepted")
 	}
 }

@@ -37,17 +37,17 @@ import (
 // differ between pid namespaces.
 
 // RunToken makes this process's names unique in a directory that outlives
-// processes.
-var RunToken = func() string {
+// processes (made at its first use, not in every start of kptr).
+var RunToken = sync.OnceValue(func() string {
 	b := make([]byte, 4)
 	if _, err := rand.Read(b); err != nil {
 		return strconv.FormatInt(time.Now().UnixNano(), 36)
 	}
 	return hex.EncodeToString(b)
-}()
+})
 
 // ownerName is the prefix of this process's entries.
-func OwnerName() string { return fmt.Sprintf("kptr-%d-%s", os.Getpid(), RunToken) }
+func OwnerName() string { return fmt.Sprintf("kptr-%d-%s", os.Getpid(), RunToken()) }
 
 // ownerLocks holds this process's lock per state directory, open (and so
 // locked) while anything of the process may be there: from New until Close

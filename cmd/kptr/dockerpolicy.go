@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/kptr-dev/kptr/cmd/kptr/internal/dockerface"
 	"github.com/kptr-dev/kptr/fnenv"
+	"github.com/kptr-dev/kptr/internal/lazyre"
 	"github.com/kptr-dev/kptr/runtime"
 )
 
@@ -105,7 +105,7 @@ func beneath(path, dir string) bool {
 }
 
 // volumeName is docker's rule for a named volume.
-var volumeName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
+var volumeName = lazyre.New(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
 
 // invocation turns the caller's run into the function's invocation, or
 // refuses it with one line naming the setting that forbids it. cleanup
@@ -152,7 +152,7 @@ func (p dockerPolicy) invocation(r dockerface.Run, getenv func(string) string, v
 				mt.Source = d
 				break
 			}
-			if !volumeName.MatchString(m.Source) {
+			if !volumeName().MatchString(m.Source) {
 				return inv, cleanup, fmt.Errorf("run --mount: %q is not a volume name", m.Source)
 			}
 			if volumeDir == "" {

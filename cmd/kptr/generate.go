@@ -8,13 +8,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kptr-dev/kptr/cache"
 	"github.com/kptr-dev/kptr/fnenv"
+	"github.com/kptr-dev/kptr/internal/lazyre"
 	"github.com/kptr-dev/kptr/pipeline"
 
 	kptv1 "github.com/kptr-dev/kptr/pipeline/kptfile/v1"
@@ -280,17 +280,17 @@ func oneLine(s string) string {
 }
 
 var (
-	urlUserinfo = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]+@`)
-	bearer      = regexp.MustCompile(`(?i)((?:bearer|basic)\s+)[A-Za-z0-9._~+/=-]+`)
-	secretKV    = regexp.MustCompile(`(?i)((?:password|passwd|token|secret|access_token)=)[^&\s]+`)
+	urlUserinfo = lazyre.New(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]+@`)
+	bearer      = lazyre.New(`(?i)((?:bearer|basic)\s+)[A-Za-z0-9._~+/=-]+`)
+	secretKV    = lazyre.New(`(?i)((?:password|passwd|token|secret|access_token)=)[^&\s]+`)
 )
 
 // redact removes credentials a message might carry: user:password@ in URLs,
 // Authorization header values and token-like query parameters.
 func redact(s string) string {
-	s = urlUserinfo.ReplaceAllString(s, "${1}REDACTED@")
-	s = bearer.ReplaceAllString(s, "${1}REDACTED")
-	return secretKV.ReplaceAllString(s, "${1}REDACTED")
+	s = urlUserinfo().ReplaceAllString(s, "${1}REDACTED@")
+	s = bearer().ReplaceAllString(s, "${1}REDACTED")
+	return secretKV().ReplaceAllString(s, "${1}REDACTED")
 }
 
 // generateEnv is the chain of generate's functions: the operator's policy

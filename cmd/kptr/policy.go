@@ -2,12 +2,12 @@ package main
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/kptr-dev/kptr/fnenv"
+	"github.com/kptr-dev/kptr/internal/lazyre"
 	"github.com/spf13/pflag"
 )
 
@@ -164,7 +164,7 @@ func (p *policy) applyAppParameters(env func(string) string, fnTimeout *time.Dur
 	return nil
 }
 
-var domainRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+var domainRE = lazyre.New(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
 
 // validDomain reports whether d can prefix an annotation key (a DNS subdomain).
-func validDomain(d string) bool { return len(d) <= 253 && domainRE.MatchString(d) }
+func validDomain(d string) bool { return len(d) <= 253 && domainRE().MatchString(d) }

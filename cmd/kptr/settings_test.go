@@ -42,7 +42,7 @@ func TestEverySettingRefusesNonsense(t *testing.T) {
 			path := strings.Fields(c.CommandPath())
 			path[0] = map[bool]string{false: "kptr", true: "kpt"}[kpt]
 			c.Flags().VisitAll(func(f *pflag.Flag) {
-				m := envInUsage.FindStringSubmatch(f.Usage)
+				m := envInUsage().FindStringSubmatch(f.Usage)
 				if _, unused := f.Annotations[unusedFlag]; m == nil || unused {
 					return
 				}

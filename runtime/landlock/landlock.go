@@ -255,7 +255,7 @@ func (l *Sandbox) plan(b bundle.Bundle, inv runtime.Invocation, runDir string) (
 }
 
 func (l *Sandbox) run(ctx context.Context, b bundle.Bundle, inv runtime.Invocation) (runtime.Result, error) {
-	id := fmt.Sprintf("kptr-%d-%s-%d.ll", os.Getpid(), runtime.RunToken, l.seq.Add(1))
+	id := fmt.Sprintf("kptr-%d-%s-%d.ll", os.Getpid(), runtime.RunToken(), l.seq.Add(1))
 	runDir := filepath.Join(l.stateDir, id)
 	spec, err := l.plan(b, inv, runDir)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	goruntime "runtime"
 	"slices"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -25,13 +26,14 @@ type arch struct {
 	numbers map[string]uint32 // the calls the policy names
 }
 
-var arches = map[string]arch{
-	"amd64": {audit: unix.AUDIT_ARCH_X86_64, x32: 0x40000000, numbers: numbersAMD64},
-	"arm64": {audit: unix.AUDIT_ARCH_AARCH64, numbers: numbersARM64},
-}
-
-// Sysnums are this architecture's numbers of the calls the policy names.
-var Sysnums = arches[goruntime.GOARCH].numbers
+// arches are the architectures kptr has a filter for, built on first use:
+// every start of kptr links this package, few assemble a filter.
+var arches = sync.OnceValue(func() map[string]arch {
+	return map[string]arch{
+		"amd64": {audit: unix.AUDIT_ARCH_X86_64, x32: 0x40000000, numbers: numbersAMD64()},
+		"arm64": {audit: unix.AUDIT_ARCH_AARCH64, numbers: numbersARM64()},
+	}
+})
 
 // Filter is Program for this architecture, nil where it is not Supported.
 func Filter(p Policy) []unix.SockFilter {
@@ -199,7 +201,7 @@ func errno(e unix.Errno) uint32 { return unix.SECCOMP_RET_ERRNO | uint32(e) }
 // leaves return the call's action; clone, socket and personality jump to
 // blocks that decide by the first argument.
 func Program(p Policy, goarch string) ([]unix.SockFilter, error) {
-	ar, ok := arches[goarch]
+	ar, ok := arches()[goarch]
 	if !ok {
 		return nil, ErrUnsupported
 	}

@@ -92,7 +92,7 @@ func program(t *testing.T, p Policy, goarch string) []unix.SockFilter {
 // refused. The binary search is checked over the whole range of numbers a
 // table holds and past it.
 func TestProgramActions(t *testing.T) {
-	for goarch, ar := range arches {
+	for goarch, ar := range arches() {
 		t.Run(goarch, func(t *testing.T) {
 			for _, p := range []Policy{{Network: true}, {NoMetadata: true, NoUnixSockets: true}, {NoSharedMemory: true, Inspectable: true}} {
 				prog := program(t, p, goarch)
@@ -131,7 +131,7 @@ func TestProgramActions(t *testing.T) {
 // The calls every Go, Python and Node runtime makes at start and for I/O
 // pass; what no function needs does not.
 func TestProgramNamedCalls(t *testing.T) {
-	for goarch, ar := range arches {
+	for goarch, ar := range arches() {
 		prog := program(t, Policy{Network: true}, goarch)
 		for name, want := range map[string]string{
 			"read": "allow", "write": "allow", "openat": "allow", "mmap": "allow", "futex": "allow",
@@ -161,7 +161,7 @@ func TestProgramNamedCalls(t *testing.T) {
 // clone with any namespace flag fails with EPERM; a thread's or a
 // process's clone passes.
 func TestProgramClone(t *testing.T) {
-	for goarch, ar := range arches {
+	for goarch, ar := range arches() {
 		prog := program(t, Policy{}, goarch)
 		clone := ar.numbers["clone"]
 		thread := uint64(unix.CLONE_VM | unix.CLONE_FS | unix.CLONE_FILES | unix.CLONE_SIGHAND | unix.CLONE_THREAD | unix.CLONE_SYSVSEM | unix.CLONE_SETTLS | unix.CLONE_PARENT_SETTID | unix.CLONE_CHILD_CLEARTID)
@@ -185,7 +185,7 @@ func TestProgramClone(t *testing.T) {
 // families Docker's default admits pass, others (AF_VSOCK) fail with
 // EAFNOSUPPORT, and AF_UNIX still fails with EPERM under NoUnixSockets.
 func TestProgramSockets(t *testing.T) {
-	for goarch, ar := range arches {
+	for goarch, ar := range arches() {
 		socket, pair := ar.numbers["socket"], ar.numbers["socketpair"]
 		for _, c := range []struct {
 			p      Policy
@@ -236,7 +236,7 @@ func TestProgramSockets(t *testing.T) {
 // NoMetadata refuses the calls that change a file's mode, owner, times or
 // extended attributes; without it they pass.
 func TestProgramMetadata(t *testing.T) {
-	for goarch, ar := range arches {
+	for goarch, ar := range arches() {
 		strict, loose := program(t, Policy{NoMetadata: true}, goarch), program(t, Policy{}, goarch)
 		for _, name := range MetadataCalls {
 			nr, ok := ar.numbers[name]
@@ -260,7 +260,7 @@ func TestProgramMetadata(t *testing.T) {
 // policy, whose runs have their own ipc namespace) all of it passes.
 func TestProgramSharedMemory(t *testing.T) {
 	const mapSharedValidate = 0x03
-	for goarch, ar := range arches {
+	for goarch, ar := range arches() {
 		strict := program(t, Policy{NoSharedMemory: true, Inspectable: true, NoUnixSockets: true}, goarch)
 		loose := program(t, Policy{}, goarch)
 		for _, name := range SharedMemoryCalls {
@@ -316,7 +316,7 @@ func TestProgramSharedMemory(t *testing.T) {
 
 // personality passes only the personas Docker's default admits.
 func TestProgramPersonality(t *testing.T) {
-	for goarch, ar := range arches {
+	for goarch, ar := range arches() {
 		prog := program(t, Policy{}, goarch)
 		for v, want := range map[uint64]string{0: "allow", 8: "allow", 0x20000: "allow", 0xffffffff: "allow",
 			0x0040000 /* ADDR_NO_RANDOMIZE */ : "EPERM", 0x0400000 /* READ_IMPLIES_EXEC */ : "EPERM"} {

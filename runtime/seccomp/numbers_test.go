@@ -13,7 +13,7 @@ import (
 // containerd resolve names with). Needs cgo and libseccomp-dev (the
 // libseccomp-golang test dependency); the filter itself links neither.
 func TestNumbersMatchLibseccomp(t *testing.T) {
-	for goarch, ar := range arches {
+	for goarch, ar := range arches() {
 		arch, err := libseccomp.GetArchFromString(goarch)
 		if err != nil {
 			t.Fatal(err)

@@ -122,7 +122,7 @@ func TestPolicyRefusesWhatDefaultsRefuse(t *testing.T) {
 		if err := json.Unmarshal(b, &p); err != nil {
 			t.Fatal(err)
 		}
-		for goarch, ar := range arches {
+		for goarch, ar := range arches() {
 			prog := program(t, Policy{Network: true}, goarch)
 			checked := 0
 			for name, nr := range ar.numbers {
