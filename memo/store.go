@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/kptr-dev/kptr/cache"
+	"github.com/kptr-dev/kptr/internal/binrec"
 	"github.com/kptr-dev/kptr/internal/privdir"
 )
 
@@ -249,10 +250,8 @@ func encode(k Key, rec Record) []byte {
 	body = append(body, k[:]...)
 	body = binary.AppendVarint(body, int64(rec.ExitCode))
 	body = binary.AppendUvarint(body, uint64(max(rec.Duration, 0)))
-	body = binary.AppendUvarint(body, uint64(len(rec.Stdout)))
-	body = append(body, rec.Stdout...)
-	body = binary.AppendUvarint(body, uint64(len(rec.Stderr)))
-	body = append(body, rec.Stderr...)
+	body = binrec.AppendBytes(body, rec.Stdout)
+	body = binrec.AppendBytes(body, rec.Stderr)
 	sum := sha256.Sum256(body)
 	out := make([]byte, 0, len(magic)+len(sum)+len(body))
 	out = append(out, magic...)
@@ -276,49 +275,13 @@ func decode(b []byte, k Key) (Record, error) {
 	if got := sha256.Sum256(body); !bytes.Equal(got[:], sum) || !bytes.Equal(body[:len(k)], k[:]) {
 		return Record{}, errCorrupt
 	}
-	d := decoder{b: body[len(k):]}
-	exit := d.varint()
-	dur := d.uvarint()
-	stdout := d.bytes()
-	stderr := d.bytes()
-	if d.bad || len(d.b) != 0 || dur > 1<<62 {
+	d := binrec.NewReader(body[len(k):])
+	exit := d.Varint()
+	dur := d.Uvarint()
+	stdout := d.Bytes()
+	stderr := d.Bytes()
+	if d.Bad() || d.Len() != 0 || dur > 1<<62 {
 		return Record{}, errCorrupt
 	}
 	return Record{Stdout: stdout, Stderr: stderr, ExitCode: int(exit), Duration: time.Duration(dur)}, nil
-}
-
-type decoder struct {
-	b   []byte
-	bad bool
-}
-
-func (d *decoder) uvarint() uint64 {
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.bad = true
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) varint() int64 {
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.bad = true
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) bytes() []byte {
-	n := d.uvarint()
-	if d.bad || n > uint64(len(d.b)) {
-		d.bad = true
-		return nil
-	}
-	v := d.b[:n:n]
-	d.b = d.b[n:]
-	return v
 }

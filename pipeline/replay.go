@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/kptr-dev/kptr/internal/binrec"
 )
 
 // A whole render can be replayed: Render asks Options.Memo, with the
@@ -100,139 +102,64 @@ func (o *Outcome) Marshal() ([]byte, error) {
 		return nil, errors.New("negative count in a render's outcome")
 	}
 	b := append([]byte(nil), outcomeMagic...)
-	putBytes := func(v []byte) {
-		b = binary.AppendUvarint(b, uint64(len(v)))
-		b = append(b, v...)
-	}
-	putBytes([]byte(o.Output))
+	b = binrec.AppendBytes(b, []byte(o.Output))
 	b = binary.AppendUvarint(b, uint64(len(o.Files)))
 	for _, name := range slices.Sorted(maps.Keys(o.Files)) {
-		putBytes([]byte(name))
-		putBytes(o.Files[name])
+		b = binrec.AppendBytes(b, []byte(name))
+		b = binrec.AppendBytes(b, o.Files[name])
 	}
 	b = binary.AppendUvarint(b, uint64(len(o.Deletes)))
 	for _, d := range o.Deletes {
-		putBytes([]byte(d))
+		b = binrec.AppendBytes(b, []byte(d))
 	}
 	for _, v := range [][]byte{o.Stdout, o.Results, o.Transcript} {
 		if v == nil {
 			b = append(b, 0)
 			continue
 		}
-		b = append(b, 1)
-		putBytes(v)
+		b = binrec.AppendBytes(append(b, 1), v)
 	}
 	b = binary.AppendUvarint(b, uint64(o.Functions))
-	b = binary.AppendUvarint(b, uint64(o.Packages))
-	return b, nil
+	return binary.AppendUvarint(b, uint64(o.Packages)), nil
 }
 
 // UnmarshalOutcome decodes what Marshal encoded: exactly one Outcome,
-// nothing after it. A record store bounds b's size, and every length is
-// checked against what is left of b before anything is made of that size.
+// nothing after it (a record store bounds b's size; binrec checks every
+// length against what is left of b).
 func UnmarshalOutcome(b []byte) (*Outcome, error) {
-	d := outcomeDecoder{b: b}
 	if !bytes.HasPrefix(b, []byte(outcomeMagic)) {
 		return nil, errors.New("not a recorded render")
 	}
-	d.b = b[len(outcomeMagic):]
-	o := &Outcome{Output: string(d.bytes())}
-	if n := d.count(); n > 0 {
+	d := binrec.NewReader(b[len(outcomeMagic):])
+	o := &Outcome{Output: string(d.Bytes())}
+	if n := d.Count(); n > 0 {
 		o.Files = make(map[string][]byte, n)
 		for range n {
-			name := string(d.bytes())
-			o.Files[name] = d.bytes()
+			name := string(d.Bytes())
+			o.Files[name] = d.Bytes()
 		}
 	}
-	for n := d.count(); n > 0; n-- {
-		o.Deletes = append(o.Deletes, string(d.bytes()))
+	for n := d.Count(); n > 0; n-- {
+		o.Deletes = append(o.Deletes, string(d.Bytes()))
 	}
 	for _, v := range []*[]byte{&o.Stdout, &o.Results, &o.Transcript} {
-		if d.flag() {
-			*v = d.bytes()
+		switch d.Byte() {
+		case 1:
+			*v = d.Bytes()
+		case 0:
+		default:
+			d.Fail()
 		}
 	}
-	o.Functions, o.Packages = d.number(), d.number()
+	functions, packages := d.Uvarint(), d.Uvarint()
 	switch {
-	case d.err != nil:
-		return nil, d.err
-	case len(d.b) != 0:
+	case d.Bad() || functions > math.MaxInt32 || packages > math.MaxInt32:
+		return nil, errors.New("truncated or malformed recorded render")
+	case d.Len() != 0:
 		return nil, errors.New("trailing bytes after a recorded render")
 	}
+	o.Functions, o.Packages = int(functions), int(packages)
 	return o, nil
-}
-
-// outcomeDecoder reads UnmarshalOutcome's record; its first error sticks
-// and makes every later read return nothing.
-type outcomeDecoder struct {
-	b   []byte
-	err error
-}
-
-var errTruncatedOutcome = errors.New("truncated recorded render")
-
-func (d *outcomeDecoder) uvarint() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.err = errTruncatedOutcome
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-// count reads a count or length: never more than the bytes left, as each
-// counted thing takes at least one byte.
-func (d *outcomeDecoder) count() int {
-	v := d.uvarint()
-	if v > uint64(len(d.b)) && d.err == nil {
-		d.err = errTruncatedOutcome
-	}
-	if d.err != nil {
-		return 0
-	}
-	return int(v)
-}
-
-// number reads a count that counts nothing in the record (a render's
-// functions and packages).
-func (d *outcomeDecoder) number() int {
-	v := d.uvarint()
-	if v > math.MaxInt32 && d.err == nil {
-		d.err = errors.New("malformed recorded render")
-	}
-	if d.err != nil {
-		return 0
-	}
-	return int(v)
-}
-
-func (d *outcomeDecoder) bytes() []byte {
-	n := d.count()
-	if d.err != nil {
-		return nil
-	}
-	v := d.b[:n:n]
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *outcomeDecoder) flag() bool {
-	if d.err != nil || len(d.b) == 0 {
-		if d.err == nil {
-			d.err = errTruncatedOutcome
-		}
-		return false
-	}
-	f := d.b[0]
-	d.b = d.b[1:]
-	if f > 1 {
-		d.err = errors.New("malformed recorded render")
-	}
-	return f == 1
 }
 
 // lookup asks opts.Memo for a recorded outcome fit for this render; on a
