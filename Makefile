@@ -346,7 +346,7 @@ bench-argocd: build argocd ## Argo CD render latency through argocd-cmp-server, 
 # smaller fleet, -fleet-concurrency, -fleet-catalog=DIR for the catalog's
 # OCI layout).
 BENCH_FLEET_FLAGS ?=
-bench-fleet: build argocd ## issue 34: 100 Applications through argocd-repo-server + the sidecar: cold, warm, one changed, a bump in 30 (figures → BENCHMARKS.md)
+bench-fleet: build argocd kustomize ## issue 34: 100 Applications through argocd-repo-server + the sidecar: cold, warm, one changed, a bump in 30 (figures → BENCHMARKS.md)
 	cd $(ARGOCD_DIR) && $(ARGOCD_TEST_ENV) $(GO) test -run '^$$' -bench '^BenchmarkFleet$$' -benchtime 1x -timeout 40m . $(BENCH_FLEET_FLAGS)
 
 clean:

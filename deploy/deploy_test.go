@@ -435,6 +435,10 @@ func TestAppArmorProfilesCompile(t *testing.T) {
 	}
 }
 
+// pluginPath is where argocd-cmp-server reads plugin.yaml in the sidecar
+// (deploy/image bakes the repository's copy there).
+const pluginPath = "/home/argocd/cmp-server/config/plugin.yaml"
+
 func TestPluginConfigMapVariant(t *testing.T) {
 	objs := build(t, "component", "variants/plugin-configmap")
 	var cm *yaml.RNode
@@ -459,7 +463,7 @@ func TestPluginConfigMapVariant(t *testing.T) {
 		t.Errorf("volume refers to %v, ConfigMap is %s", dig(v, "configMap", "name"), cm.GetName())
 	}
 	m := named(kptrContainer(t, spec)["volumeMounts"], "kptr-plugin")
-	if m["mountPath"] != "/home/argocd/cmp-server/config/plugin.yaml" || m["subPath"] != "plugin.yaml" {
+	if m["mountPath"] != pluginPath || m["subPath"] != "plugin.yaml" {
 		t.Errorf("plugin mount = %v", m)
 	}
 
@@ -773,5 +777,95 @@ func TestFleetVariant(t *testing.T) {
 	}
 	if s := dig(named(spec["volumes"], "kptr-cache"), "emptyDir", "sizeLimit"); s != "2Gi" {
 		t.Errorf("cache emptyDir sizeLimit = %v, want the 2Gi docs/argocd.md sizes", s)
+	}
+}
+
+// mountedPlugin returns the plugin.yaml a built pod's kptr container reads:
+// the ConfigMap mounted at pluginPath (exactly one mount there), nil when
+// none is (the image's copy).
+func mountedPlugin(t *testing.T, objs map[string]*yaml.RNode) *yaml.RNode {
+	t.Helper()
+	spec := podSpec(t, objs)
+	var at []map[string]any
+	for _, m := range kptrContainer(t, spec)["volumeMounts"].([]any) {
+		if m := m.(map[string]any); m["mountPath"] == pluginPath {
+			at = append(at, m)
+		}
+	}
+	if len(at) == 0 {
+		return nil
+	}
+	if len(at) > 1 || at[0]["subPath"] != "plugin.yaml" {
+		t.Fatalf("mounts at %s: %v, want one of a ConfigMap's plugin.yaml", pluginPath, at)
+	}
+	cmName := dig(named(spec["volumes"], fmt.Sprint(at[0]["name"])), "configMap", "name")
+	cm := objs[fmt.Sprintf("ConfigMap/%v", cmName)]
+	if cm == nil {
+		t.Fatalf("%s is mounted from ConfigMap %v, which the build does not have", pluginPath, cmName)
+	}
+	doc, err := yaml.Parse(cm.GetDataMap()["plugin.yaml"])
+	if err != nil {
+		t.Fatalf("ConfigMap %s: plugin.yaml: %v", cm.GetName(), err)
+	}
+	return doc
+}
+
+// The fleet variant mounts the repository's plugin without its discover
+// section (docs/argocd.md, Running a fleet): Argo CD then never sends the
+// sidecar the whole repository to ask whether the plugin matches, and
+// every Application names the plugin. Listed after plugin-configmap, the
+// fleet's plugin.yaml is the one mounted.
+func TestFleetVariantPluginWithoutDiscovery(t *testing.T) {
+	stock, err := yaml.ReadFile("../plugin.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := stock.Pipe(yaml.Lookup("spec", "discover")); d == nil {
+		t.Fatal("../plugin.yaml has no discover section: the premise of this test is gone")
+	}
+	want, err := stock.Map()
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(want["spec"].(map[string]any), "discover")
+	name, _ := stock.GetString("metadata.name")
+	version, _ := stock.GetString("spec.version")
+	// What Argo CD matches spec.source.plugin.name against: the socket
+	// argocd-cmp-server names <name>-<version>.sock.
+	pluginName := name + "-" + version
+
+	for _, components := range [][]string{
+		{"component", "variants/fleet"},
+		{"component", "variants/plugin-configmap", "variants/fleet"},
+	} {
+		t.Run(strings.Join(components[1:], "+"), func(t *testing.T) {
+			doc := mountedPlugin(t, build(t, components...))
+			if doc == nil {
+				t.Fatalf("the pod reads the image's plugin.yaml (with discovery): nothing is mounted at %s", pluginPath)
+			}
+			if d, _ := doc.Pipe(yaml.Lookup("spec", "discover")); d != nil {
+				t.Errorf("the mounted plugin.yaml has a discover section: %s", d.MustString())
+			}
+			got, err := doc.Map()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(dig(got, "spec", "generate", "command"), []any{"kptr", "generate"}) {
+				t.Errorf("generate command = %v, want [kptr generate]", dig(got, "spec", "generate", "command"))
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("the mounted plugin.yaml is not ../plugin.yaml without discover:\n%v\nwant\n%v", got, want)
+			}
+		})
+	}
+	// The docs tell every Application to name the plugin by that name.
+	for _, f := range []string{"../docs/argocd.md", "variants/fleet/kustomization.yaml"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(b, []byte("name: "+pluginName+"\n")) {
+			t.Errorf("%s shows no Application naming the plugin %s", f, pluginName)
+		}
 	}
 }

@@ -53,6 +53,7 @@ type PruneOptions struct {
 type PruneReport struct {
 	Removed    []string // module sums (or entry names) removed
 	KeptInUse  []string // would have gone, but used within the grace period
+	Leftovers  []string // half-written files of killed compilations in the code that stays (sum/dir/name)
 	FreedBytes int64
 	TotalBytes int64 // what is left
 }

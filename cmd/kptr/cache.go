@@ -350,7 +350,8 @@ const compiledGrace = time.Hour
 // pruneCompiled prunes the cache's compiled wasm code (<cache>/wasm) after
 // its images: the code of modules no cached image holds (exec modules, and
 // the images just removed), with --max-age what was not used for that
-// long, with --all everything; code used within the last hour stays.
+// long, with --all everything; code used within the last hour stays, but
+// not what compilations killed over an hour ago left half-written in it.
 func (g *globals) pruneCompiled(c *cache.Cache, maxAge time.Duration, all, dry bool, verb string) error {
 	keep, err := c.WasmBundles()
 	if err != nil {
@@ -365,11 +366,14 @@ func (g *globals) pruneCompiled(c *cache.Cache, maxAge time.Duration, all, dry b
 	if err != nil {
 		return fmt.Errorf("pruning compiled wasm code: %w", err)
 	}
-	if len(rep.Removed) == 0 && len(rep.KeptInUse) == 0 {
+	if len(rep.Removed) == 0 && len(rep.KeptInUse) == 0 && len(rep.Leftovers) == 0 {
 		return nil
 	}
 	if len(rep.KeptInUse) > 0 {
 		fmt.Fprintf(g.stdout, "kept the compiled code of %d wasm module(s) used within the last %s\n", len(rep.KeptInUse), compiledGrace)
+	}
+	if len(rep.Leftovers) > 0 {
+		fmt.Fprintf(g.stdout, "compiled wasm code: %s %d half-written file(s) of killed compilations\n", verb, len(rep.Leftovers))
 	}
 	fmt.Fprintf(g.stdout, "compiled wasm code: %s %d module(s), %s; now %s\n", verb, len(rep.Removed), humanBytes(rep.FreedBytes), humanBytes(rep.TotalBytes))
 	return nil

@@ -69,7 +69,8 @@ func TestPrewarmWasm(t *testing.T) {
 // kptr cache prune bounds the compiled wasm code too: the code of a module
 // no cached image holds goes once unused for an hour (exec modules, an
 // older layout's files), the code of a cached image's module stays while
-// the image does, and goes with it; code used within the hour stays.
+// the image does, and goes with it; code used within the hour stays; what a
+// compilation killed two hours ago left in the code that stays goes.
 func TestPruneCompiledWasm(t *testing.T) {
 	ref, cacheDir, env := wasmImage(t)
 	run := func(args ...string) string {
@@ -88,6 +89,18 @@ func TestPruneCompiledWasm(t *testing.T) {
 		t.Fatalf("the module's compiled code is not in its own directory: %v", err)
 	}
 	hoursAgo := time.Now().Add(-2 * time.Hour)
+	// what a prewarm killed two hours ago between wazero's write and rename left
+	wazeroDirs, err := filepath.Glob(filepath.Join(compiled, "wazero-*"))
+	if err != nil || len(wazeroDirs) != 1 {
+		t.Fatalf("wazero's directory in %s: %v %v", compiled, wazeroDirs, err)
+	}
+	leftover := filepath.Join(wazeroDirs[0], strings.Repeat("ef", 32)+".42.tmp")
+	if err := os.WriteFile(leftover, make([]byte, 4096), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(leftover, hoursAgo, hoursAgo); err != nil {
+		t.Fatal(err)
+	}
 	plant := func(name string, mtime time.Time) string {
 		p := filepath.Join(cacheDir, "wasm", name)
 		if err := os.MkdirAll(filepath.Join(p, "wazero-v0-amd64-linux"), 0o700); err != nil {
@@ -105,7 +118,7 @@ func TestPruneCompiledWasm(t *testing.T) {
 	oldLayout := plant("wazero-v1.11.0-amd64-linux", hoursAgo) // before one directory per module
 	recent := plant(strings.Repeat("cd", 32), time.Now())      // a module another kptr runs now
 	out := run("cache", "prune", "--max-age", "24h")
-	for _, p := range []string{orphan, oldLayout} {
+	for _, p := range []string{orphan, oldLayout, leftover} {
 		if _, err := os.Stat(p); err == nil {
 			t.Errorf("%s survived the prune:\n%s", filepath.Base(p), out)
 		}
@@ -115,7 +128,8 @@ func TestPruneCompiledWasm(t *testing.T) {
 			t.Errorf("%s was removed:\n%s", filepath.Base(p), out)
 		}
 	}
-	if !strings.Contains(out, "compiled wasm code: removed 2 module(s)") || !strings.Contains(out, "kept the compiled code of 1 wasm module(s) used within the last 1h0m0s") {
+	if !strings.Contains(out, "compiled wasm code: removed 1 half-written file(s) of killed compilations") ||
+		!strings.Contains(out, "compiled wasm code: removed 2 module(s), 12.0 KiB") || !strings.Contains(out, "kept the compiled code of 1 wasm module(s) used within the last 1h0m0s") {
 		t.Errorf("prune's report:\n%s", out)
 	}
 	// The image goes with --all, and its module's code with it once unused

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"regexp"
 	goruntime "runtime"
 	"sort"
 	"strings"
@@ -25,6 +27,78 @@ import (
 // compiledDir is where the compiled code of the module whose SHA-256 is sum
 // lives.
 func compiledDir(base, sum string) string { return filepath.Join(base, sum) }
+
+// A module's directory may also hold what a killed compilation left.
+// wazero's file cache writes a module's code, serialised in memory once the
+// compilation is done, to a new file beside its final name, in one write
+// followed by an fsync, and renames it into place: <key>.<random>.tmp in the
+// wazero-<version>-<arch>-<os> directory, key being the entry's SHA-256 in
+// hex. A process killed between the create and the rename (SIGKILL at Argo
+// CD's deadline, a second Ctrl-C) leaves that file for good: nothing loads
+// it, and nothing of wazero's removes it. Another process compiling the same
+// module at the same time writes a file of its own under another random
+// name, so a young one may be live; the name carries no pid to ask about,
+// so only its age tells: one unchanged for staleLeftover (or a prune's
+// Grace) has no writer.
+
+// leftoverName matches the temporary names of wazero's file cache, the only
+// files a sweep removes.
+var leftoverName = regexp.MustCompile(`^[0-9a-f]{64}\.[0-9]+\.tmp$`)
+
+// staleLeftover is how long a temporary file must have been left unchanged
+// before a compilation's sweep removes it: a write lasts well under a minute
+// even for a catalog module's tens of MiB on a busy disk, and an hour is the
+// grace kptr cache prune gives compiled code.
+const staleLeftover = time.Hour
+
+// sweepLeftovers removes (unless dry) the temporary files of wazero's file
+// cache in the module directory mdir that have not changed for longer than
+// stale, and returns their paths beneath mdir and their bytes. Everything
+// goes through a handle rooted at mdir, so no link leads it elsewhere.
+func sweepLeftovers(mdir string, stale time.Duration, dry bool) ([]string, int64, error) {
+	root, err := os.OpenRoot(mdir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, 0, nil
+		}
+		return nil, 0, err
+	}
+	defer root.Close()
+	subs, err := fs.ReadDir(root.FS(), ".")
+	if err != nil {
+		return nil, 0, err
+	}
+	var found []string
+	var freed int64
+	now := time.Now()
+	for _, sub := range subs {
+		if !sub.IsDir() || !strings.HasPrefix(sub.Name(), "wazero-") {
+			continue
+		}
+		files, err := fs.ReadDir(root.FS(), sub.Name())
+		if err != nil {
+			continue // gone meanwhile, or not ours to read (CheckTree says so)
+		}
+		for _, f := range files {
+			if !f.Type().IsRegular() || !leftoverName.MatchString(f.Name()) {
+				continue
+			}
+			info, err := f.Info()
+			if err != nil || now.Sub(info.ModTime()) <= stale {
+				continue // renamed into place meanwhile, or may be written now
+			}
+			p := path.Join(sub.Name(), f.Name())
+			if !dry {
+				if err := root.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					return found, freed, err
+				}
+			}
+			found = append(found, p)
+			freed += info.Size()
+		}
+	}
+	return found, freed, nil
+}
 
 // touch marks dir used now (best effort: a directory that is not there yet
 // is made when the module compiles).
@@ -70,7 +144,9 @@ func ModuleSum(b bundle.Bundle) (string, error) {
 // PruneCompiled removes compiled code from dir (a Runner's cache directory)
 // by the options: the code of every module whose sum keep does not hold
 // (the wasm images no longer cached) goes, and so does anything else in the
-// directory (an older layout's files). A missing dir is nothing to prune.
+// directory (an older layout's files). In the code that stays, the files
+// killed compilations left half-written go once unchanged for o.Grace
+// (Leftovers). A missing dir is nothing to prune.
 func PruneCompiled(dir string, keep map[string]bool, o runtime.PruneOptions) (runtime.PruneReport, error) {
 	var rep runtime.PruneReport
 	ents, err := os.ReadDir(dir)
@@ -91,13 +167,7 @@ func PruneCompiled(dir string, keep map[string]bool, o runtime.PruneOptions) (ru
 		size := treeSize(filepath.Join(dir, name))
 		age := now.Sub(info.ModTime())
 		doomed := o.All || !isSum(name) || !keep[name] || (o.MaxAge > 0 && age > o.MaxAge)
-		switch {
-		case !doomed:
-			rep.TotalBytes += size
-		case age < o.Grace:
-			rep.KeptInUse = append(rep.KeptInUse, name)
-			rep.TotalBytes += size
-		default:
+		if doomed && age >= o.Grace {
 			if !o.DryRun {
 				if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
 					return rep, err
@@ -105,7 +175,24 @@ func PruneCompiled(dir string, keep map[string]bool, o runtime.PruneOptions) (ru
 			}
 			rep.Removed = append(rep.Removed, name)
 			rep.FreedBytes += size
+			continue
 		}
+		if doomed {
+			rep.KeptInUse = append(rep.KeptInUse, name)
+		}
+		if isSum(name) && e.IsDir() {
+			// the code stays; what killed compilations of it left need not
+			left, freed, err := sweepLeftovers(filepath.Join(dir, name), o.Grace, o.DryRun)
+			for _, p := range left {
+				rep.Leftovers = append(rep.Leftovers, name+"/"+p)
+			}
+			rep.FreedBytes += freed
+			size -= freed
+			if err != nil {
+				return rep, err
+			}
+		}
+		rep.TotalBytes += size
 	}
 	return rep, nil
 }

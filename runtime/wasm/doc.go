@@ -46,7 +46,9 @@
 // started it, ends with that context when it ends for a cause (a signal, a
 // deadline), and Close waits for it. wazero writes compiled code to a
 // temporary file renamed into place once whole, so an abandoned or killed
-// compilation leaves nothing a later run loads. How a run begins whose
+// compilation leaves nothing a later run loads; the temporary file a kill
+// between the write and the rename leaves is removed, once unchanged for an
+// hour, by the module's next use and by PruneCompiled. How a run begins whose
 // module has no compiled code is its Start: compiled first by default;
 // StartBoth interprets meanwhile (BENCHMARKS.md has both measured). A Runner
 // is safe for concurrent use; every run gets a fresh module instance and its

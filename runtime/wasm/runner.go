@@ -413,7 +413,8 @@ func (r *Runner) compileFunc(ctx context.Context, m wasmModule) func() (any, err
 	}
 }
 
-// cacheReady checks m's directory in the cache directory and marks it used.
+// cacheReady checks m's directory in the cache directory, marks it used
+// and clears it of stale leftovers.
 func (r *Runner) cacheReady(m wasmModule) error {
 	if r.cacheDir == "" {
 		return nil
@@ -427,6 +428,11 @@ func (r *Runner) cacheReady(m wasmModule) error {
 	}
 	// in use: PruneCompiled keeps what was used lately
 	touch(dir)
+	// What a compilation killed long ago left here goes now, not only at a
+	// prune, which a sidecar never runs: two small directory reads at a
+	// module's first use by a process, and never a file another kptr may
+	// be writing.
+	_, _, _ = sweepLeftovers(dir, staleLeftover, false)
 	return nil
 }
 

@@ -37,6 +37,36 @@ func compiledFiles(t *testing.T, dir string) []string {
 	return files
 }
 
+// compiledExit0 compiles exit0 into a new cache directory and gives the
+// module, its sum, the directory and the one compiled file there.
+func compiledExit0(t *testing.T) (mod, sum, dir, file string) {
+	t.Helper()
+	mod, sum = exit0(t)
+	dir = t.TempDir()
+	r := New(WithCacheDir(dir), WithStart(StartCompiled))
+	if _, err := run(t, r, mod, runtime.Invocation{}); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	files := compiledFiles(t, dir)
+	if len(files) != 1 {
+		t.Fatalf("compiled files: %v", files)
+	}
+	return mod, sum, dir, files[0]
+}
+
+// setNamespaceJS is kpt's set-namespace built for js (a catalog-shaped Go
+// module: a compilation takes seconds) and its sum.
+func setNamespaceJS(t *testing.T) (string, string) {
+	t.Helper()
+	mod := fnimage.WasmModule(t, "set-namespace", "js")
+	sum, err := ModuleSum(bundle.Bundle{Wasm: mod})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mod, sum
+}
+
 // exit0 writes a wasip1 module whose _start returns at once, and gives its
 // path and sum.
 func exit0(t *testing.T) (string, string) {
@@ -60,11 +90,7 @@ func exit0(t *testing.T) (string, string) {
 // interpreter.
 func TestColdRunInterpretsWhileCompiling(t *testing.T) {
 	needCompiler(t)
-	mod := fnimage.WasmModule(t, "set-namespace", "js")
-	sum, err := ModuleSum(bundle.Bundle{Wasm: mod})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mod, sum := setNamespaceJS(t)
 	dir := t.TempDir()
 	r := New(WithCacheDir(dir), WithStart(StartBoth))
 	release := make(chan struct{})
@@ -298,26 +324,16 @@ func TestRunStopsWaitingForAJoinedCompilation(t *testing.T) {
 // compiled, and a run neither loads nor trips over it.
 func TestHalfWrittenCompiledCodeIsNotTrusted(t *testing.T) {
 	needCompiler(t)
-	mod, sum := exit0(t)
-	dir := t.TempDir()
-	first := New(WithCacheDir(dir), WithStart(StartCompiled))
-	if _, err := run(t, first, mod, runtime.Invocation{}); err != nil {
-		t.Fatal(err)
-	}
-	first.Close()
-	files := compiledFiles(t, dir)
-	if len(files) != 1 {
-		t.Fatalf("compiled files: %v", files)
-	}
+	mod, sum, dir, file := compiledExit0(t)
 	// as a process killed while writing leaves it: a truncated temporary
-	code, err := os.ReadFile(files[0])
+	code, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(files[0]+".123.tmp", code[:len(code)/2], 0o600); err != nil {
+	if err := os.WriteFile(file+".123.tmp", code[:len(code)/2], 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Remove(files[0]); err != nil {
+	if err := os.Remove(file); err != nil {
 		t.Fatal(err)
 	}
 	r := New(WithCacheDir(dir), WithStart(StartBoth))

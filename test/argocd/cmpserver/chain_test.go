@@ -29,8 +29,10 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kptr-dev/kptr/test/fnimage"
+	"github.com/kptr-dev/kptr/test/kustomizebin"
 )
 
 // chain is a running repo-server with kptr's sidecar behind it.
@@ -533,5 +535,174 @@ func killSleepers() {
 		if n, err := strconv.Atoi(pid); err == nil {
 			syscall.Kill(n, syscall.SIGKILL) // pid 1 of its namespace: only SIGKILL reaches it
 		}
+	}
+}
+
+// fleetVariantPlugin is the plugin.yaml argocd-cmp-server reads in a pod
+// of deploy/variants/fleet, as the real kustomize builds the variant on
+// Argo CD's install.yaml (deploy/testdata): the ConfigMap mounted at
+// pluginPath, or, when nothing is mounted there, the image's copy (the
+// repository's plugin.yaml, which deploy/image bakes in).
+func fleetVariantPlugin(t testing.TB) string {
+	t.Helper()
+	const pluginPath = "/home/argocd/cmp-server/config/plugin.yaml"
+	dir := t.TempDir()
+	rel := func(p string) string {
+		r, err := filepath.Rel(dir, filepath.Join(repoRoot, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: argocd\nresources:\n- " +
+		rel("deploy/testdata/argocd-v3.6.1") + "\ncomponents:\n- " + rel("deploy/component") + "\n- " + rel("deploy/variants/fleet") + "\n"
+	write(t, dir, map[string]string{"kustomization.yaml": k})
+	out, err := exec.Command(kustomizebin.Path(t), "build", dir).Output()
+	if err != nil {
+		t.Fatalf("kustomize build of deploy/variants/fleet: %v", err)
+	}
+	type container struct {
+		Name         string `json:"name"`
+		VolumeMounts []struct {
+			Name, MountPath, SubPath string
+		} `json:"volumeMounts"`
+	}
+	type object struct {
+		Kind     string `json:"kind"`
+		Metadata struct{ Name string }
+		Data     map[string]string `json:"data"`
+		Spec     struct {
+			Template struct {
+				Spec struct {
+					Containers []container `json:"containers"`
+					Volumes    []struct {
+						Name      string
+						ConfigMap *struct{ Name string } `json:"configMap"`
+					} `json:"volumes"`
+				}
+			}
+		}
+	}
+	objs := map[string]object{}
+	for _, doc := range strings.Split(string(out), "\n---\n") {
+		var o object
+		if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
+			t.Fatalf("kustomize build output: %v", err)
+		}
+		objs[o.Kind+"/"+o.Metadata.Name] = o
+	}
+	d, ok := objs["Deployment/argocd-repo-server"]
+	if !ok {
+		t.Fatal("kustomize build of deploy/variants/fleet: no argocd-repo-server Deployment")
+	}
+	for _, c := range d.Spec.Template.Spec.Containers {
+		if c.Name != "kptr" {
+			continue
+		}
+		for _, m := range c.VolumeMounts {
+			if m.MountPath != pluginPath {
+				continue
+			}
+			for _, v := range d.Spec.Template.Spec.Volumes {
+				if v.Name == m.Name && v.ConfigMap != nil {
+					if text, ok := objs["ConfigMap/"+v.ConfigMap.Name].Data[m.SubPath]; ok {
+						return text
+					}
+				}
+			}
+			t.Fatalf("deploy/variants/fleet mounts %s from volume %s, which holds no %s", pluginPath, m.Name, m.SubPath)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(repoRoot, "plugin.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// The plugin of deploy/variants/fleet behind the real repo-server: an
+// Application that names it (<name>-<version>, the socket's name) renders,
+// and the sidecar is never asked whether it matches, which is what sends it
+// the whole repository; one that does not name it is not matched and Argo
+// CD applies its path as plain YAML, without kptr; a name without the
+// version is refused.
+func TestArgoCDFleetVariantPlugin(t *testing.T) {
+	f := pushFunctions(t)
+	text := fleetVariantPlugin(t)
+	var plugin struct {
+		Metadata struct{ Name string }
+		Spec     struct{ Version string }
+	}
+	if err := yaml.Unmarshal([]byte(text), &plugin); err != nil {
+		t.Fatal(err)
+	}
+	name := plugin.Metadata.Name + "-" + plugin.Spec.Version
+	work := filepath.Join(t.TempDir(), "apps")
+	if err := os.Rename(repository(t, f), work); err != nil {
+		t.Fatal(err)
+	}
+	repoURL, rev := gitServe(t, work)
+	s := startServerWith(t, map[string]string{"KPTR_ALLOWED_IMAGES": f.allowed}, sidecarOptions{plugin: text})
+	c := startRepoServer(t, s, startRedis(t), repoURL, rev)
+	ctx := context.Background()
+
+	t.Run("named", func(t *testing.T) {
+		src := c.source("apps/echo", &v1alpha1.ApplicationSourcePlugin{Name: name})
+		r, err := c.generate(ctx, c.request("named", src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.SourceType != "Plugin" {
+			t.Errorf("apps/echo naming %s rendered as %q, want Plugin", name, r.SourceType)
+		}
+		assertTracked(t, "named", r.Manifests, expected(nil))
+		if got := s.calls("generate"); got != 1 {
+			t.Errorf("kptr generate ran %d times, want 1", got)
+		}
+		// The parameters tab: the plugin's announcements are kept.
+		ann := c.appDetails(t, "named", src)
+		for _, p := range []string{"annotation-domain", "fn-timeout", "functions"} {
+			if ann[p] == nil {
+				t.Errorf("parameter %s not announced", p)
+			}
+		}
+	})
+	t.Run("unnamed", func(t *testing.T) {
+		calls := s.calls("generate")
+		r, err := c.generate(ctx, c.request("unnamed", c.source("apps/echo", nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.SourceType != "Directory" {
+			t.Errorf("apps/echo without a plugin name = %q, want Directory (the plugin has no discovery)", r.SourceType)
+		}
+		if got := s.calls("generate"); got != calls {
+			t.Error("kptr generate ran for an Application that does not name the plugin")
+		}
+		for _, m := range r.Manifests {
+			if strings.Contains(m, "app.kubernetes.io/name") {
+				t.Errorf("an unnamed Application's manifest is rendered: %s", m)
+			}
+		}
+	})
+	t.Run("name without version", func(t *testing.T) {
+		calls := s.calls("generate")
+		src := c.source("apps/echo", &v1alpha1.ApplicationSourcePlugin{Name: plugin.Metadata.Name})
+		_, err := c.generate(ctx, c.request("unversioned", src))
+		if want := fmt.Sprintf("could not find cmp-server plugin with name %q", plugin.Metadata.Name); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("naming %q: %v, want an error with %q", plugin.Metadata.Name, err, want)
+		}
+		if got := s.calls("generate"); got != calls {
+			t.Error("kptr generate ran for an Application naming the plugin without its version")
+		}
+	})
+	// argocd-cmp-server logs each call's method: generate's is there, a
+	// match would be too.
+	log := s.log.String()
+	if !strings.Contains(log, "grpc.method=GenerateManifest ") {
+		t.Error("argocd-cmp-server's log names no GenerateManifest call: cannot tell which calls it served")
+	}
+	if n := strings.Count(log, "msg=\"started call\" grpc.component=server grpc.method=MatchRepository "); n > 0 {
+		t.Errorf("the repo-server asked the sidecar %d times whether the plugin matches (sending it the repository)", n)
 	}
 }

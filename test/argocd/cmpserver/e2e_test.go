@@ -224,10 +224,11 @@ type sidecarOptions struct {
 	// %M, the largest process of its tree) and wall time in
 	// $TMPDIR/kptr-rss.log.
 	rss bool
-	// noDiscovery drops plugin.yaml's discover section: Applications
-	// must then name the plugin (kpt-v1), and the repo-server never
-	// sends the repository for discovery.
-	noDiscovery bool
+	// plugin is the plugin.yaml the sidecar reads instead of the
+	// repository's: fleetVariantPlugin's has no discover section, so
+	// Applications must name the plugin (kpt-v1), and the repo-server
+	// never sends the repository for discovery.
+	plugin string
 }
 
 // seccompExec builds test/e2e/argocd/seccompexec (libseccomp, cgo) where
@@ -277,14 +278,10 @@ func startServerWith(t testing.TB, operatorEnv map[string]string, o sidecarOptio
 	copyFile(t, argocdBinary(t), filepath.Join(bin, "argocd-cmp-server"), 0o755)
 	cfg := filepath.Join(base, "config")
 	os.Mkdir(cfg, 0o755)
-	copyFile(t, filepath.Join(repoRoot, "plugin.yaml"), filepath.Join(cfg, "plugin.yaml"), 0o644)
-	if o.noDiscovery {
-		y, _ := os.ReadFile(filepath.Join(cfg, "plugin.yaml"))
-		const discover = "  discover:\n    fileName: Kptfile\n"
-		if !strings.Contains(string(y), discover) {
-			t.Fatal("plugin.yaml has no discover section of the shape noDiscovery removes")
-		}
-		os.WriteFile(filepath.Join(cfg, "plugin.yaml"), []byte(strings.Replace(string(y), discover, "", 1)), 0o644)
+	if o.plugin != "" {
+		write(t, cfg, map[string]string{"plugin.yaml": o.plugin})
+	} else {
+		copyFile(t, filepath.Join(repoRoot, "plugin.yaml"), filepath.Join(cfg, "plugin.yaml"), 0o644)
 	}
 	s := &server{
 		sock:  filepath.Join(mkdir(t, filepath.Join(base, "plugins"), 0o755), "kpt-v1.sock"),

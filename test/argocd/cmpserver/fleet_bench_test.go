@@ -354,9 +354,10 @@ func (f *fleet) refreshes(b *testing.B, way string) []refresh {
 	var out []refresh
 	switch way {
 	case "chain", "chain-all", "chain-named":
-		// chain-named: a third installation, cold, whose plugin.yaml has
-		// no discover section and whose Applications name the plugin, so
-		// that the repo-server never sends the repository for discovery.
+		// chain-named: a third installation, cold, with deploy/variants/fleet's
+		// plugin.yaml (no discover section) and Applications that name the
+		// plugin, so that the repo-server never sends the repository for
+		// discovery.
 		annotated, named := way != "chain-all", way == "chain-named"
 		commits := f.commits
 		seccomp := filepath.Join(repoRoot, "test/e2e/argocd/testdata/runtime-default/containerd-docker-default.json")
@@ -368,7 +369,7 @@ func (f *fleet) refreshes(b *testing.B, way string) []refresh {
 		case "chain-all":
 			commits = slices.DeleteFunc(slices.Clone(commits), func(cm fleetCommit) bool { return cm.phase != "warm" })
 		case "chain-named":
-			s = startServerWith(b, f.env(), sidecarOptions{seccomp: seccomp, rss: true, noDiscovery: true})
+			s = startServerWith(b, f.env(), sidecarOptions{seccomp: seccomp, rss: true, plugin: fleetVariantPlugin(b)})
 			commits = commits[:1]
 		}
 		c := startRepoServer(b, s, startRedis(b), f.repoURL, "", "ARGOCD_REPO_SERVER_PLUGIN_USE_MANIFEST_GENERATE_PATHS=true")
