@@ -2,7 +2,13 @@
 SHELL := /bin/bash
 GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X main.version=$(VERSION)
+# kptr is linked statically (the C library's static archive, Go's own DNS
+# resolver and user lookup): the binary make install installs is the one the
+# image ships, and it starts without the dynamic loader, which kptr pays at
+# every command and its sealed copy at every sandboxed function's start
+# (BENCHMARKS.md, "Issue 33: static kptr").
+BUILD_TAGS := netgo,osusergo
+LDFLAGS := -X main.version=$(VERSION) -linkmode external -extldflags -static
 BIN := bin/kptr
 # kptr's signature verifier (cmd/kptr-sigverify) is built beside kptr, where
 # kptr looks for it; installed in ../libexec/kptr/ from kptr (off PATH).
@@ -14,9 +20,9 @@ export CGO_ENABLED := 1
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
-build: ## build bin/kptr and its signature verifier bin/kptr-sigverify
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/kptr
-	$(GO) build -o $(SIGVERIFY) ./cmd/kptr-sigverify
+build: ## build bin/kptr and its signature verifier bin/kptr-sigverify (both static)
+	$(GO) build -tags $(BUILD_TAGS) -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/kptr
+	CGO_ENABLED=0 $(GO) build -o $(SIGVERIFY) ./cmd/kptr-sigverify
 
 # Installed as a Go tool is: the binary in $(PREFIX)/bin and cobra's shell
 # completions where bash-completion, zsh and fish look for them. DESTDIR
@@ -259,7 +265,7 @@ bench-pipeline: ## in-process render of comment-free ConfigMap packages (1k/10k)
 DEMO_OUT ?= out
 DEMO_SANDBOX ?= auto
 demo: ## build kptr and render the bundled example offline with a separate demo cache; prints each command and the one to re-run the render
-	@GO='$(GO)' examples/demo.sh --build '$(LDFLAGS)' $(BIN) $(DEMO_OUT) $(DEMO_SANDBOX)
+	@GO='$(GO)' BUILD_TAGS='$(BUILD_TAGS)' examples/demo.sh --build '$(LDFLAGS)' $(BIN) $(DEMO_OUT) $(DEMO_SANDBOX)
 
 # --- Argo CD plugin: image, argocd-cmp-server, end-to-end test -------------
 # The image is tagged with the version (git describe) and latest, the tag
@@ -269,10 +275,10 @@ IMAGE_REPO ?= ghcr.io/kptr-dev/kptr
 IMAGE_TAG ?= $(IMAGE_REPO):$(subst +,-,$(VERSION))
 IMAGE_OUT ?= out/image
 PUSH_REPO ?= $(IMAGE_REPO)
-STATIC_LDFLAGS := $(LDFLAGS) -s -w -linkmode external -extldflags -static
+STATIC_LDFLAGS := $(LDFLAGS) -s -w
 
 image: ## build the sidecar image without a daemon: out/image/oci (OCI layout) + out/image/kptr.tar; PREWARM=<dir> bakes the images its Kptfiles name
-	$(GO) build -tags netgo,osusergo -trimpath -ldflags '$(STATIC_LDFLAGS)' -o bin/kptr-static ./cmd/kptr
+	$(GO) build -tags $(BUILD_TAGS) -trimpath -ldflags '$(STATIC_LDFLAGS)' -o bin/kptr-static ./cmd/kptr
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o bin/kptr-sigverify-static ./cmd/kptr-sigverify
 ifneq ($(PREWARM),)
 	$(MAKE) build

@@ -48,7 +48,7 @@ render=("$kptr" fn render "$pkg" --cache-dir "$cache" --offline "${sandbox_args[
 
 if [ -n "$build" ]; then
   echo "== building $kptr (the first build downloads kptr's Go modules and compiles them: minutes; later builds take seconds)"
-  slow "building $kptr" "$go" build -ldflags "$ldflags" -o "$kptr" ./cmd/kptr
+  slow "building $kptr" "$go" build ${BUILD_TAGS:+-tags "$BUILD_TAGS"} -ldflags "$ldflags" -o "$kptr" ./cmd/kptr
 fi
 echo "== building the example function images from test/fixtures into $images (no daemon, no network;"
 echo "   compiles the image builder and three fixture functions: a minute or two the first time)"

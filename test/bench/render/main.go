@@ -100,6 +100,9 @@ func main() {
 		if b.base, err = filepath.Abs(*base); err != nil {
 			fatal(err)
 		}
+		if b.base, err = b.installed(b.base, "bin-base"); err != nil {
+			fatal(err)
+		}
 		if err := b.ownTmpDir(b.base, "tmp-base"); err != nil {
 			fatal(err)
 		}
@@ -107,7 +110,7 @@ func main() {
 		if err != nil {
 			fatal(fmt.Errorf("%s version: %v: %s", b.base, err, out))
 		}
-		b.versions = append(b.versions, "kptr base (-kptr-base) "+strings.TrimSpace(string(out)))
+		b.versions = append(b.versions, "kptr base (-kptr-base) "+strings.TrimSpace(string(out))+" (an installed copy of "+*base+")")
 	}
 	if !*keep {
 		defer os.RemoveAll(b.root)
@@ -221,6 +224,9 @@ func setup(kptr, kpt, bwrap, images, layoutDir string) (*bench, error) {
 	if b.kptr, err = filepath.Abs(kptr); err != nil {
 		return nil, err
 	}
+	if b.kptr, err = b.installed(b.kptr, "bin-kptr"); err != nil {
+		return nil, err
+	}
 	if err := b.ownTmpDir(b.kptr, "tmp-kptr"); err != nil {
 		return nil, err
 	}
@@ -228,7 +234,7 @@ func setup(kptr, kpt, bwrap, images, layoutDir string) (*bench, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s version: %v: %s", b.kptr, err, out)
 	}
-	b.versions = append(b.versions, "kptr "+strings.TrimSpace(string(out)))
+	b.versions = append(b.versions, "kptr "+strings.TrimSpace(string(out))+" (an installed copy of "+kptr+")")
 	renderHelp, _ := exec.Command(b.kptr, "fn", "render", "--help").CombinedOutput()
 	generateHelp, _ := exec.Command(b.kptr, "generate", "--help").CombinedOutput()
 	b.memoFlag = bytes.Contains(renderHelp, []byte("--memo")) && bytes.Contains(generateHelp, []byte("--memo"))
