@@ -17,7 +17,6 @@ import (
 	"github.com/kptr-dev/kptr/cache"
 	"github.com/kptr-dev/kptr/fnenv"
 	"github.com/kptr-dev/kptr/imageref"
-	"github.com/kptr-dev/kptr/internal/lazyre"
 	"github.com/kptr-dev/kptr/pipeline"
 
 	"github.com/kptr-dev/kptr/signature"
@@ -231,8 +230,34 @@ func (g *globals) settingFrom(flag, env string) string {
 	return env + " (--" + flag + ")"
 }
 
-// envInUsage finds the variable a flag's usage names as its default ("(KPTR_FN_TIMEOUT)").
-var envInUsage = lazyre.New(`\b(KPTR?_[A-Z0-9_]+)\b`)
+// envInUsage is the variable a flag's usage names as its default
+// ("(KPTR_FN_TIMEOUT)"): its first word that is KPT_ or KPTR_ followed by
+// capitals, digits and underscores ("" if none). Read for every flag of
+// every command run, so a scan rather than a regular expression.
+func envInUsage(usage string) string {
+	word := func(c byte) bool {
+		return c == '_' || '0' <= c && c <= '9' || 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z'
+	}
+	for i := 0; i < len(usage); i++ {
+		if !word(usage[i]) {
+			continue
+		}
+		j := i
+		for j < len(usage) && word(usage[j]) {
+			j++
+		}
+		w := usage[i:j]
+		rest, ok := strings.CutPrefix(w, "KPTR_")
+		if !ok {
+			rest, ok = strings.CutPrefix(w, "KPT_")
+		}
+		if ok && rest != "" && strings.Trim(rest, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == "" {
+			return w
+		}
+		i = j
+	}
+	return ""
+}
 
 // checkSettings refuses, before anything runs, a global setting that would
 // otherwise fail later as a function failure (exit 125 per function) or be
@@ -249,11 +274,11 @@ func (g *globals) checkSettings(fs *pflag.FlagSet) error {
 		if _, unused := f.Annotations[unusedFlag]; bad != nil || f.Changed || unused {
 			return
 		}
-		m := envInUsage().FindStringSubmatch(f.Usage)
-		if m == nil {
+		env := envInUsage(f.Usage)
+		if env == "" {
 			return
 		}
-		v := strings.TrimSpace(g.getenv(m[1]))
+		v := strings.TrimSpace(g.getenv(env))
 		if v == "" {
 			return
 		}
@@ -268,7 +293,7 @@ func (g *globals) checkSettings(fs *pflag.FlagSet) error {
 		}
 		if err != nil {
 			want := map[string]string{"bool": "true or false (or 1, 0)", "duration": "a duration such as 90s or 5m", "int": "a whole number", "int64": "a whole number"}
-			bad = usageError("%s (--%s): want %s, got %q", m[1], f.Name, want[f.Value.Type()], v)
+			bad = usageError("%s (--%s): want %s, got %q", env, f.Name, want[f.Value.Type()], v)
 		}
 	})
 	if bad != nil {

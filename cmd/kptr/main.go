@@ -58,9 +58,11 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // execute runs args through the command tree and returns the command that
 // ran (or failed to parse) and its error, not yet printed.
 func (g *globals) execute(ctx context.Context, args []string) (*cobra.Command, error) {
-	root := g.kptrRoot()
+	var root *cobra.Command
 	if g.kpt {
 		root = g.kptRoot()
+	} else {
+		root = g.kptrRootFor(args)
 	}
 	strictBools(root)
 	root.SetArgs(args)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/spf13/cobra"
+	"slices"
 )
 
 // kptr's command tree. Each command is a cobra.Command with its own flags,
@@ -11,7 +12,15 @@ import (
 // (main.go) prints them once, prefixed with the command's path.
 
 // kptrRoot builds kptr's command tree around g.
-func (g *globals) kptrRoot() *cobra.Command {
+func (g *globals) kptrRoot() *cobra.Command { return g.kptrRootFor(nil) }
+
+// kptrRootFor builds kptr's command tree for the command line args: when
+// its first word names one of kptr's commands, only that command's subtree
+// hangs below the root, since parsing and running it needs nothing else
+// (cobra builds no command lazily, and the whole tree with its flags was a
+// tenth of kptr version's CPU); otherwise (help, completion, a flag first, a
+// word that names no command and gets suggestions) the whole tree.
+func (g *globals) kptrRootFor(args []string) *cobra.Command {
 	var showVersion bool
 	root := &cobra.Command{
 		Use:   "kptr",
@@ -61,19 +70,19 @@ policy (--signature-policy), 130 and 143 interrupted (SIGINT, SIGTERM).`,
 		},
 	})
 	root.SilenceErrors, root.SilenceUsage = true, true
-	root.AddCommand(
-		g.fnCmd(),
-		g.renderCmd("render", "Render a package (short for kptr fn render)"),
-		g.cacheCmd(),
-		g.prewarmCmd(),
-		g.generateCmd(),
-		g.parametersCmd(),
-		g.doctorCmd(),
-		g.initCmd(),
-		g.versionCmd(),
-		g.dockerCmd(),
-		g.installDockerCmd(),
-	)
+	tops := g.topCommands()
+	if len(args) > 0 && !wholeTree {
+		for _, t := range tops {
+			if slices.Contains(t.names, args[0]) {
+				root.AddCommand(t.build())
+				root.CompletionOptions.DisableDefaultCmd = true // not asked for
+				return root
+			}
+		}
+	}
+	for _, t := range tops {
+		root.AddCommand(t.build())
+	}
 	// cobra's completion command (bash, zsh, fish, powershell), made a group
 	// like the others: an unknown shell is a usage error. (It keeps the
 	// writer it is made with.)
@@ -92,6 +101,37 @@ policy (--signature-policy), 130 and 143 interrupted (SIGINT, SIGTERM).`,
 		}
 	}
 	return root
+}
+
+// wholeTree makes kptrRootFor always build the whole tree (tests compare
+// what each command line prints both ways).
+var wholeTree = false
+
+// topCommand is a command below kptr's root: the names that select it (its
+// name and aliases; TestTopCommandsNames holds them to the built command's)
+// and how it is built.
+type topCommand struct {
+	names []string
+	build func() *cobra.Command
+}
+
+// topCommands are kptr's commands, in the order its help lists them.
+func (g *globals) topCommands() []topCommand {
+	return []topCommand{
+		{[]string{"fn"}, g.fnCmd},
+		{[]string{"render"}, func() *cobra.Command {
+			return g.renderCmd("render", "Render a package (short for kptr fn render)")
+		}},
+		{[]string{"cache"}, g.cacheCmd},
+		{[]string{"prewarm"}, g.prewarmCmd},
+		{[]string{"generate"}, g.generateCmd},
+		{[]string{"parameters"}, g.parametersCmd},
+		{[]string{"doctor"}, g.doctorCmd},
+		{[]string{"init"}, g.initCmd},
+		{[]string{"version"}, g.versionCmd},
+		{[]string{"docker"}, g.dockerCmd},
+		{[]string{"install-docker"}, g.installDockerCmd},
+	}
 }
 
 // fnCmd is the fn group: the kpt fn commands kptr implements.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -42,19 +43,19 @@ func TestEverySettingRefusesNonsense(t *testing.T) {
 			path := strings.Fields(c.CommandPath())
 			path[0] = map[bool]string{false: "kptr", true: "kpt"}[kpt]
 			c.Flags().VisitAll(func(f *pflag.Flag) {
-				m := envInUsage().FindStringSubmatch(f.Usage)
-				if _, unused := f.Annotations[unusedFlag]; m == nil || unused {
+				env := envInUsage(f.Usage)
+				if _, unused := f.Annotations[unusedFlag]; env == "" || unused {
 					return
 				}
 				switch f.Value.Type() {
 				case "bool", "duration", "int", "int64":
 				default:
-					if !slices.Contains(enumSettings, m[1]) {
+					if !slices.Contains(enumSettings, env) {
 						return
 					}
 				}
-				all = append(all, setting{path, m[1]})
-				seen[m[1]] = true
+				all = append(all, setting{path, env})
+				seen[env] = true
 			})
 			var envOnly []string
 			if applies(c.Flags(), "fn-timeout") {
@@ -143,6 +144,34 @@ func TestCompletionOffersSettingValues(t *testing.T) {
 		lines := strings.Split(strings.TrimSpace(stdout), "\n")
 		if code != 0 || len(lines) < 2 || strings.Join(lines[:len(lines)-1], " ") != tc.want || lines[len(lines)-1] != ":4" {
 			t.Errorf("%v: exit %d, %q; want %q and no file completion (:4)", tc.args[2:], code, stdout, tc.want)
+		}
+	}
+}
+
+// envInUsage finds what the regular expression \b(KPTR?_[A-Z0-9_]+)\b finds
+// first, on every flag's usage of both trees and on edge cases.
+func TestEnvInUsage(t *testing.T) {
+	re := regexp.MustCompile(`\b(KPTR?_[A-Z0-9_]+)\b`)
+	usages := []string{"", "KPTR_", "KPT_", "KPTR_X", "(KPTR_FN_TIMEOUT)", "x (KPTR_MIRRORS, comma-separated)",
+		"KPTR_Lower KPTR_UP", "aKPTR_X KPT_Y", "KPTRX_Y KPT_Z9_", "(KPT_IMAGE_PREFIX)", "KPTR__", "é KPTR_É KPTR_E"}
+	for _, kpt := range []bool{false, true} {
+		g := newGlobals(strings.NewReader(""), io.Discard, io.Discard, func(string) string { return "" })
+		g.kpt = kpt
+		root := g.kptrRoot()
+		if kpt {
+			root = g.kptRoot()
+		}
+		walkCommands(root, func(c *cobra.Command) {
+			c.Flags().VisitAll(func(f *pflag.Flag) { usages = append(usages, f.Usage) })
+		})
+	}
+	for _, u := range usages {
+		want := ""
+		if m := re.FindStringSubmatch(u); m != nil {
+			want = m[1]
+		}
+		if got := envInUsage(u); got != want {
+			t.Errorf("envInUsage(%q) = %q, want %q", u, got, want)
 		}
 	}
 }
