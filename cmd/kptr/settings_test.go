@@ -30,12 +30,7 @@ func TestEverySettingRefusesNonsense(t *testing.T) {
 	var all []setting
 	seen := map[string]bool{}
 	for _, kpt := range []bool{false, true} {
-		g := newGlobals(strings.NewReader(""), io.Discard, io.Discard, func(string) string { return "" })
-		g.kpt = kpt
-		root := g.kptrRoot()
-		if kpt {
-			root = g.kptRoot()
-		}
+		root := wholeRoot(kpt)
 		walkCommands(root, func(c *cobra.Command) {
 			if !c.Runnable() || c.Name() == "help" || strings.HasPrefix(c.CommandPath(), root.Name()+" completion") {
 				return
@@ -155,12 +150,7 @@ func TestEnvInUsage(t *testing.T) {
 	usages := []string{"", "KPTR_", "KPT_", "KPTR_X", "(KPTR_FN_TIMEOUT)", "x (KPTR_MIRRORS, comma-separated)",
 		"KPTR_Lower KPTR_UP", "aKPTR_X KPT_Y", "KPTRX_Y KPT_Z9_", "(KPT_IMAGE_PREFIX)", "KPTR__", "é KPTR_É KPTR_E"}
 	for _, kpt := range []bool{false, true} {
-		g := newGlobals(strings.NewReader(""), io.Discard, io.Discard, func(string) string { return "" })
-		g.kpt = kpt
-		root := g.kptrRoot()
-		if kpt {
-			root = g.kptRoot()
-		}
+		root := wholeRoot(kpt)
 		walkCommands(root, func(c *cobra.Command) {
 			c.Flags().VisitAll(func(f *pflag.Flag) { usages = append(usages, f.Usage) })
 		})
@@ -174,4 +164,14 @@ func TestEnvInUsage(t *testing.T) {
 			t.Errorf("envInUsage(%q) = %q, want %q", u, got, want)
 		}
 	}
+}
+
+// wholeRoot is kptr's whole command tree, or kpt's (as the kpt symlink).
+func wholeRoot(kpt bool) *cobra.Command {
+	g := newGlobals(strings.NewReader(""), io.Discard, io.Discard, func(string) string { return "" })
+	g.kpt = kpt
+	if kpt {
+		return g.kptRoot()
+	}
+	return g.kptrRoot()
 }
