@@ -7,6 +7,7 @@ import (
 	// runtime when kptr is started as "kptr init").
 	_ "github.com/opencontainers/runc/libcontainer/nsenter"
 
+	"github.com/kptr-dev/kptr/internal/gcfloor"
 	"github.com/kptr-dev/kptr/runtime"
 
 	// Every sandbox tier, registered with runtime (runtime.Tiers).
@@ -31,6 +32,7 @@ func startup() {
 	if mayStartManySandboxes(os.Args) {
 		runtime.ExpectManyStarts()
 	}
+	gcfloor.Set()
 }
 
 // mayStartManySandboxes is false for commands that never start a sandbox
