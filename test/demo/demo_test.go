@@ -37,7 +37,7 @@ func TestDemoPrintsCommandsThatRunAgain(t *testing.T) {
 	// Every step that takes time, and every command the user might want to
 	// repeat, is announced before it runs.
 	wantRun := []string{
-		"go build -ldflags ",
+		"go build -tags netgo\\,osusergo -ldflags ", // static, as make build (printed as bash quotes it)
 		"go run ./examples/build-images -out " + out + "/demo-images",
 		bin + " cache import --cache-dir " + out + "/demo-cache " + out + "/demo-images",
 		"cp -r examples/demo " + out + "/demo",
