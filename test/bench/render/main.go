@@ -492,6 +492,28 @@ const (
 	wayFns      = "functions alone"
 )
 
+// imageRef is pkggen's Function for the image set's images: nil (the
+// fixtures' names) or the catalog's own names for the real images.
+func (b *bench) imageRef(f string) (string, string) {
+	if b.images == imagesReal {
+		return "image", realRef(f)
+	}
+	return "image", pkggen.ImageRef(f)
+}
+
+// writePackage writes the realistic package of n resources to dir, its
+// pipeline entries from fn, with the Starlark policy the catalog's starlark
+// image needs where the image set has it.
+func (b *bench) writePackage(dir string, n int, fn func(string) (string, string)) error {
+	if err := pkggen.Write(dir, pkggen.Options{Resources: n, Function: fn}); err != nil {
+		return err
+	}
+	if b.images == imagesCatalog || b.images == imagesReal {
+		return useStarlarkPolicy(dir)
+	}
+	return nil
+}
+
 // render measures the realistic package of n resources.
 func (b *bench) render(n, runs int) (sizeResult, error) {
 	dir := filepath.Join(b.root, fmt.Sprintf("pkg-%d", n))
@@ -501,21 +523,13 @@ func (b *bench) render(n, runs int) (sizeResult, error) {
 	}
 	capDir := filepath.Join(dir, "captured")
 	captureRef := func(f string) (string, string) { return "exec", filepath.Join(capDir, f+".sh") }
-	variants := map[string]func(string) (string, string){"image": nil, "exec": execRef, "capture": captureRef}
-	if b.images == imagesReal {
-		variants["image"] = func(f string) (string, string) { return "image", realRef(f) }
-	}
+	variants := map[string]func(string) (string, string){"image": b.imageRef, "exec": execRef, "capture": captureRef}
 	if b.bwrap != "" {
 		variants["bwrap"] = bwrapRef
 	}
 	for v, fn := range variants {
-		if err := pkggen.Write(filepath.Join(dir, v), pkggen.Options{Resources: n, Function: fn}); err != nil {
+		if err := b.writePackage(filepath.Join(dir, v), n, fn); err != nil {
 			return sizeResult{}, err
-		}
-		if b.images == imagesCatalog || b.images == imagesReal {
-			if err := useStarlarkPolicy(filepath.Join(dir, v)); err != nil {
-				return sizeResult{}, err
-			}
 		}
 	}
 	// The functions' inputs, as kptr gives them: each exec: entry of the
@@ -961,10 +975,12 @@ func (b *bench) memo(runs int) (*memoResult, error) {
 	m := &memoResult{available: b.memoFlag}
 	dir := filepath.Join(b.root, "memo")
 	big, app := filepath.Join(dir, "pkg-500"), filepath.Join(dir, "app-50")
-	if err := pkggen.Write(big, pkggen.Options{Resources: 500}); err != nil {
+	// the image set's own images, as the render rows run (the cache holds
+	// only those)
+	if err := b.writePackage(big, 500, b.imageRef); err != nil {
 		return nil, err
 	}
-	if err := pkggen.Write(app, pkggen.Options{Resources: 50}); err != nil {
+	if err := b.writePackage(app, 50, b.imageRef); err != nil {
 		return nil, err
 	}
 	memoArg := func(on string) []string {
