@@ -6,7 +6,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # resolver and user lookup): the binary make install installs is the one the
 # image ships, and it starts without the dynamic loader, which kptr pays at
 # every command and its sealed copy at every sandboxed function's start
-# (BENCHMARKS.md, "Issue 33: static kptr").
+# (BENCHMARKS.md, "Issue 33: kptr's start and static kptr").
 BUILD_TAGS := netgo,osusergo
 LDFLAGS := -X main.version=$(VERSION) -linkmode external -extldflags -static
 BIN := bin/kptr

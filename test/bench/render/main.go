@@ -161,7 +161,64 @@ func main() {
 		}
 	}
 	b.goals(results, st, memo)
+	if b.images == imagesReal {
+		b.goals33(results, st)
+	}
 	fmt.Printf("\nload average at the end: %s\n", loadavg())
+}
+
+// goalTable prints a goals table's heading and returns its row printer
+// (known false: no verdict).
+func goalTable(title string) func(goal, measured string, met, known bool) {
+	fmt.Printf("\n## %s\n\n", title)
+	fmt.Println("| goal | measured (medians) | met |")
+	fmt.Println("|---|---|---|")
+	return func(goal, measured string, met, known bool) {
+		verdict := "no"
+		switch {
+		case !known:
+			verdict = "—"
+		case met:
+			verdict = "yes"
+		}
+		fmt.Printf("| %s | %s | %s |\n", goal, measured, verdict)
+	}
+}
+
+// goals33 judges issue 33's goals, set on the catalog's own images: kptr's
+// own share per size, the landlock tier against --sandbox none, a warm
+// trivial fn eval, kptr version's start.
+func (b *bench) goals33(rs []sizeResult, st startupResult) {
+	row := goalTable("issue 33's goals (the catalog's own images)")
+	for _, r := range rs {
+		limit := map[int]float64{50: 0.25, 500: 0.20, 5000: 0.15}[r.n]
+		if limit == 0 {
+			continue
+		}
+		fns, wall := median(r.samples[wayFns], wallOf), median(r.samples[wayKptr], wallOf)
+		share := (wall - fns) / wall
+		row(fmt.Sprintf("kptr's own share at %d resources ≤ %.0f %%", r.n, 100*limit),
+			fmt.Sprintf("%.0f %% (%s of %s; round by round %s)", 100*share, fmtDur(wall-fns), fmtDur(wall), pairedShares(r.samples[wayKptr], r.samples[wayFns])), share <= limit, true)
+	}
+	for _, r := range rs {
+		ll, none := r.samples[wayKptrLandlock], r.samples[wayKptrNone]
+		if (r.n != 500 && r.n != 5000) || len(ll) == 0 {
+			continue
+		}
+		ratio := median(ll, wallOf) / median(none, wallOf)
+		row(fmt.Sprintf("the landlock tier ≤ 1.1× --sandbox none at %d resources", r.n),
+			fmt.Sprintf("%.2f× (%s vs %s)", ratio, fmtDur(median(ll, wallOf)), fmtDur(median(none, wallOf))), ratio <= 1.1, true)
+	}
+	for _, w := range []string{upKptr, upKptrLandlock} {
+		if ss := st.samples[w]; len(ss) > 0 {
+			t := median(ss, wallOf)
+			row(fmt.Sprintf("warm trivial fn eval ≤ 22 ms (2× the issue's function alone): %s", w), fmtMs(t), t <= 0.022, true)
+		}
+	}
+	if ss := st.samples[upVersion]; len(ss) > 0 {
+		cpu, rss := median(ss, cpuOf), median(ss, rssOf)
+		row("kptr version ≤ 8 ms CPU and ≤ 16 MiB", fmt.Sprintf("%s CPU, %.1f MiB", fmtMs(cpu), rss), cpu <= 0.008 && rss <= 16, true)
+	}
 }
 
 func fatal(err error) {
@@ -1062,20 +1119,7 @@ func (b *bench) memo(runs int) (*memoResult, error) {
 
 // goals prints issue 13's goals against what was measured.
 func (b *bench) goals(rs []sizeResult, st startupResult, m *memoResult) {
-	fmt.Println("\n## issue 13's goals")
-	fmt.Println()
-	fmt.Println("| goal | measured (medians) | met |")
-	fmt.Println("|---|---|---|")
-	row := func(goal, measured string, met bool, known bool) {
-		verdict := "no"
-		switch {
-		case !known:
-			verdict = "—"
-		case met:
-			verdict = "yes"
-		}
-		fmt.Printf("| %s | %s | %s |\n", goal, measured, verdict)
-	}
+	row := goalTable("issue 13's goals")
 	var perRes []string
 	for i, r := range rs {
 		fns := median(r.samples[wayFns], wallOf)
