@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sync"
 
 	"github.com/opencontainers/cgroups"
 	"github.com/opencontainers/runc/libcontainer"
@@ -76,12 +77,21 @@ func createContainer(stateDir, id string, cfg *configs.Config) (*libcontainer.Co
 func runCgroupPaths(c *cgroups.Cgroup) map[string]string {
 	inner := path.Join(c.Parent, c.Name)
 	paths := map[string]string{}
-	for _, name := range runControllers {
-		own, err := cgroups.GetOwnCgroupPath(name)
-		if err != nil {
-			continue
-		}
+	for name, own := range ownCgroups() {
 		paths[name] = filepath.Join(own, inner)
 	}
 	return paths
 }
+
+// ownCgroups are kptr's own v1 cgroups of runControllers' hierarchies,
+// read once per process (/proc/self/cgroup and mountinfo, which every run
+// read again; kptr is not moved between cgroups while it renders).
+var ownCgroups = sync.OnceValue(func() map[string]string {
+	own := map[string]string{}
+	for _, name := range runControllers {
+		if p, err := cgroups.GetOwnCgroupPath(name); err == nil {
+			own[name] = p
+		}
+	}
+	return own
+})

@@ -36,13 +36,24 @@ var arches = sync.OnceValue(func() map[string]arch {
 })
 
 // Filter is Program for this architecture, nil where it is not Supported.
+// Each policy's program is assembled once per process (every sandbox of a
+// render asks for the same one, and assembling it was a tenth of kptr's
+// work preparing a sandbox); callers share it and must not change it.
 func Filter(p Policy) []unix.SockFilter {
+	if prog, ok := filters.Load(p); ok {
+		return prog.([]unix.SockFilter)
+	}
 	prog, err := Program(p, goruntime.GOARCH)
 	if err != nil {
 		return nil
 	}
+	prog = prog[:len(prog):len(prog)] // an append copies
+	filters.Store(p, prog)
 	return prog
 }
+
+// filters are Filter's programs by policy.
+var filters sync.Map
 
 // action is what the filter does with one call number.
 type action uint8

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -363,5 +364,29 @@ func TestLoadEnforced(t *testing.T) {
 		if !strings.Contains(string(out), want+"\n") {
 			t.Errorf("child lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// Filter assembles each policy's program once and hands every caller the
+// same one, equal to Program's.
+func TestFilterIsAssembledOncePerPolicy(t *testing.T) {
+	if !Supported {
+		t.Skip("no filter for " + goruntime.GOARCH)
+	}
+	for _, p := range []Policy{{}, {Network: true}, {NoUnixSockets: true, NoSharedMemory: true}} {
+		a, b := Filter(p), Filter(p)
+		want, err := Program(p, goruntime.GOARCH)
+		if err != nil || !slices.Equal(a, want) {
+			t.Fatalf("%+v: Filter differs from Program (%v)", p, err)
+		}
+		if &a[0] != &b[0] {
+			t.Errorf("%+v: assembled again on the second call", p)
+		}
+		if cap(a) != len(a) {
+			t.Errorf("%+v: an append would write into the shared program", p)
+		}
+	}
+	if slices.Equal(Filter(Policy{}), Filter(Policy{Network: true})) {
+		t.Error("two policies share one program")
 	}
 }
