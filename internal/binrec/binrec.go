@@ -36,25 +36,17 @@ func (r *Reader) Len() int { return len(r.b) }
 func (r *Reader) Fail() { r.bad = true }
 
 // Uvarint reads an unsigned varint.
-func (r *Reader) Uvarint() uint64 {
-	if r.bad {
-		return 0
-	}
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.bad = true
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
+func (r *Reader) Uvarint() uint64 { return readVarint(r, binary.Uvarint) }
 
 // Varint reads a signed (zig-zag) varint.
-func (r *Reader) Varint() int64 {
+func (r *Reader) Varint() int64 { return readVarint(r, binary.Varint) }
+
+// readVarint reads one varint with decode (binary.Uvarint or Varint).
+func readVarint[T uint64 | int64](r *Reader, decode func([]byte) (T, int)) T {
 	if r.bad {
 		return 0
 	}
-	v, n := binary.Varint(r.b)
+	v, n := decode(r.b)
 	if n <= 0 {
 		r.bad = true
 		return 0
