@@ -3,8 +3,8 @@
 //
 // Most kptr commands are short and allocate little: a 50-resource render
 // allocates ~15 MB in all, and with Go's default pacing (a first goal of
-// 4 MB) it ran five collections that took ~5 % of its wall time, on the two
-// cores the functions also need. The floor is Go's documented recipe for a
+// 4 MB) it ran five collections, about 3 % of its CPU, on the two cores the
+// functions also need (BENCHMARKS.md). The floor is Go's documented recipe for a
 // minimum heap — GOGC off under a memory limit — kept only until the first
 // collection: a cleanup that this collection runs restores GOGC=100 and
 // lifts the limit, so a large render paces as before (its peak is far above
